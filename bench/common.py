@@ -1,0 +1,46 @@
+"""What every benchmark shares: the command line and the way results are printed.
+
+Each benchmark prints human-readable figures as it goes and, with ``--json``,
+one JSON object as the very last line of its output so scripts can read it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+
+def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="a smaller run that finishes within a minute")
+    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    return parser.parse_args(argv)
+
+
+def say(text: str) -> None:
+    """A human-readable line (to stderr when --json keeps stdout for the result)."""
+    print(text, flush=True)
+
+
+def percentile(samples: Sequence[float], pct: float) -> float:
+    """The pct-th percentile (0-100) by nearest rank; 0.0 for no samples."""
+    if not samples:
+        return 0.0
+    ordered = sorted(samples)
+    rank = max(0, min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1))))
+    return ordered[rank]
+
+
+def emit(results: dict[str, Any], *, as_json: bool, targets: dict[str, str] | None = None) -> None:
+    """Print the figures as a table, then (with --json) the JSON object last."""
+    width = max((len(k) for k in results), default=0)
+    for key, value in results.items():
+        shown = f"{value:,.3f}" if isinstance(value, float) else str(value)
+        note = f"   (target {targets[key]})" if targets and key in targets else ""
+        print(f"  {key.ljust(width)}  {shown}{note}")
+    if as_json:
+        print(json.dumps(results, sort_keys=True))
+    sys.stdout.flush()

@@ -1,0 +1,177 @@
+"""Load ``config.yaml`` into typed settings, once.
+
+Order: the home's ``.env`` is read (it never overrides variables already set),
+``${VAR}`` references are expanded, the document is validated, and secrets
+left unset fall back to their conventional variables (``TELEGRAM_BOT_TOKEN``,
+``ANTHROPIC_API_KEY``, ...). Every problem is collected before anything fails.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from config.environment import merged_environment, read_dotenv, substitute
+from config.errors import ConfigError, describe_validation_error
+from config.home import ensure_home, resolve_home
+from config.models import Settings
+
+EXAMPLE_PATH = Path(__file__).with_name("config.example.yaml")
+
+# Secrets that, when left unset, are read from a conventional variable.
+SECRET_FALLBACKS: dict[str, str] = {
+    "platforms.telegram.token": "TELEGRAM_BOT_TOKEN",
+    "platforms.discord.token": "DISCORD_BOT_TOKEN",
+    "platforms.slack.bot_token": "SLACK_BOT_TOKEN",
+    "platforms.slack.app_token": "SLACK_APP_TOKEN",
+    "platforms.slack.signing_secret": "SLACK_SIGNING_SECRET",
+}
+MODEL_KEY_VARIABLES: dict[str, str] = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+SECRET_PATHS: tuple[str, ...] = (
+    "model.api_key",
+    "auxiliary.compression.api_key",
+    "platforms.telegram.token",
+    "platforms.telegram.webhook_secret",
+    "platforms.discord.token",
+    "platforms.slack.bot_token",
+    "platforms.slack.app_token",
+    "platforms.slack.signing_secret",
+)
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """Validated settings plus where they came from."""
+
+    settings: Settings
+    home: Path
+    config_path: Path | None
+    """The file that was read, or None when the built-in defaults were used."""
+    variables: dict[str, list[str]] = field(default_factory=dict)
+    """Key path -> environment variables its value came from (or would come from)."""
+
+    def under_home(self, raw: str) -> Path:
+        path = Path(os.path.expanduser(raw))
+        return path if path.is_absolute() else self.home / path
+
+    @property
+    def db_path(self) -> Path:
+        return self.under_home(self.settings.storage.path)
+
+    @property
+    def log_path(self) -> Path:
+        return self.under_home(self.settings.logging.file)
+
+    @property
+    def memories_dir(self) -> Path:
+        return self.home / "memories"
+
+    @property
+    def soul_path(self) -> Path:
+        return self.home / "SOUL.md"
+
+    def variable_for(self, path: str) -> str | None:
+        """The environment variable a key's value comes from, if any."""
+        names = self.variables.get(path)
+        return names[0] if names else None
+
+    def secrets(self) -> list[str]:
+        """Every configured secret value, for log redaction."""
+        values = (get_path(self.settings, path) for path in SECRET_PATHS)
+        return [value for value in values if isinstance(value, str) and value]
+
+
+def example_config_text() -> str:
+    return EXAMPLE_PATH.read_text(encoding="utf-8")
+
+
+def load_config(
+    config_path: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    create_home: bool = False,
+) -> LoadedConfig:
+    """Read and validate the configuration. Raises ConfigError with every problem found.
+
+    With ``create_home`` the home directory is laid out first (0700, with a
+    commented config.yaml and .env), as ``switchboard run`` does on first start.
+    """
+    process_env = os.environ if environ is None else environ
+    home = resolve_home(process_env)
+    if create_home:
+        ensure_home(home, config_template=example_config_text())
+    env = merged_environment(process_env, read_dotenv(home / ".env"))
+    path = config_path if config_path is not None else home / "config.yaml"
+    if config_path is not None and not path.is_file():
+        raise ConfigError([f"config file not found: {path}"], source=path)
+    document = _read_yaml(path) if path.is_file() else {}
+    expanded = substitute(document, env)
+    try:
+        settings = Settings.model_validate(expanded.data)
+    except ValidationError as error:
+        raise ConfigError(describe_validation_error(error, Settings, expanded.unset), source=path) from None
+    variables = {key: list(names) for key, names in expanded.sources.items()}
+    settings = _fill_secret_fallbacks(settings, env, variables)
+    return LoadedConfig(
+        settings=settings,
+        home=home,
+        config_path=path if path.is_file() else None,
+        variables=variables,
+    )
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError([f"cannot read the file: {error.strerror}"], source=path) from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = error.problem or error.context or "the YAML is not valid"
+        raise ConfigError([f"{where}{problem}"], source=path) from None
+    except yaml.YAMLError as error:
+        raise ConfigError([f"the YAML is not valid: {error}"], source=path) from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise ConfigError(["the top level must be a mapping of sections (model:, platforms:, ...)"], source=path)
+    return document
+
+
+def _fill_secret_fallbacks(
+    settings: Settings, env: Mapping[str, str], variables: dict[str, list[str]]
+) -> Settings:
+    fallbacks = dict(SECRET_FALLBACKS)
+    fallbacks["model.api_key"] = MODEL_KEY_VARIABLES[settings.model.provider]
+    for path, name in fallbacks.items():
+        if get_path(settings, path) is not None:
+            continue
+        variables.setdefault(path, [name])
+        value = env.get(name)
+        if value:
+            settings = set_path(settings, path, value)
+    return settings
+
+
+def get_path(model: BaseModel, dotted: str) -> Any:
+    value: Any = model
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def set_path(model: BaseModel, dotted: str, value: Any) -> Any:
+    """A copy of a frozen model with one nested value replaced."""
+    head, _, rest = dotted.partition(".")
+    if not rest:
+        return model.model_copy(update={head: value})
+    return model.model_copy(update={head: set_path(getattr(model, head), rest, value)})

@@ -1,0 +1,260 @@
+"""The typed shape of ``config.yaml``.
+
+Every section is a frozen model that refuses unknown keys, so a typo is an
+error instead of a silently ignored setting. ``config/config.example.yaml``
+documents the same keys for operators; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
+
+Toggle = Literal["auto", True, False]
+"""``auto``: on when the credentials it needs are present."""
+
+
+def _between(low: float, high: float) -> AfterValidator:
+    def check(value: float) -> float:
+        if not low <= value <= high:
+            raise PydanticCustomError(
+                "out_of_range", "must be between {low} and {high}", {"low": f"{low:g}", "high": f"{high:g}"}
+            )
+        return value
+
+    return AfterValidator(check)
+
+
+def _at_least(low: float) -> AfterValidator:
+    def check(value: float) -> float:
+        if value < low:
+            raise PydanticCustomError("too_small", "must be at least {low}", {"low": f"{low:g}"})
+        return value
+
+    return AfterValidator(check)
+
+
+Fraction = Annotated[float, _between(0.0, 1.0)]
+Port = Annotated[int, _between(0, 65535)]
+PositiveInt = Annotated[int, _at_least(1)]
+PositiveFloat = Annotated[float, _at_least(0.001)]
+Secret = str | None
+IdList = list[str]
+
+
+def _blank_to_none(value: object) -> object:
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+class Section(BaseModel):
+    """Base for every config section: strict about keys, immutable once loaded."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _empty_strings_are_unset(cls, value: object) -> object:
+        # `${TOKEN:-}` with TOKEN unset gives "", which means "not configured".
+        return _blank_to_none(value)
+
+
+class ModelConfig(Section):
+    provider: Literal["anthropic", "openai"] = "anthropic"
+    """Which API the model is called through. ``openai`` also serves any OpenAI-compatible server."""
+    name: str = "claude-sonnet-4-5"
+    """The model name sent to the API."""
+    api_key: Secret = None
+    """The API key; when unset, ANTHROPIC_API_KEY or OPENAI_API_KEY (by provider) is used."""
+    base_url: str | None = None
+    """Another endpoint for the API (a proxy, OpenRouter, vLLM, Ollama, a test server)."""
+    context_length: PositiveInt | None = None
+    """The model's context window in tokens; overrides the built-in table."""
+    cache_ttl: Literal["5m", "1h", "auto"] = "auto"
+    """Prompt-cache lifetime: 5m, 1h, or auto (picked per session from how fast the user replies)."""
+    max_tokens: PositiveInt = 4096
+    """The most tokens one reply may have."""
+    timeout: PositiveFloat = 120.0
+    """Seconds one model request may take before it is retried."""
+
+
+class AuxiliaryModel(Section):
+    provider: Literal["anthropic", "openai"] | None = None
+    """The API for this task; unset means the main model's."""
+    model: str | None = None
+    """The model for this task; unset means the main model."""
+    base_url: str | None = None
+    """Another endpoint for this task; unset means the main model's."""
+    api_key: Secret = None
+    """A key for this task's endpoint; unset means the main model's key."""
+
+
+class AuxiliaryConfig(Section):
+    compression: AuxiliaryModel = AuxiliaryModel()
+    """The model that writes compaction summaries."""
+
+
+class CompressionConfig(Section):
+    enabled: bool = True
+    """Keep long conversations inside the model's window by summarising their middle."""
+    threshold: Fraction = 0.50
+    """The agent compacts when the prompt reaches this share of the context window."""
+    target_ratio: Annotated[float, _between(0.10, 0.80)] = 0.20
+    """Share of the threshold kept verbatim as the recent tail."""
+    protect_last_n: PositiveInt = 20
+    """At least this many recent messages are never summarised."""
+    hygiene_threshold: Fraction = 0.85
+    """Before a turn, the gateway compacts a stored session that reached this share of the window."""
+
+
+class Listen(Section):
+    host: str = "127.0.0.1"
+    """Address to listen on."""
+    port: Port = 8443
+    """Port to listen on."""
+
+
+class SlackListen(Listen):
+    port: Port = 3000
+    path: str = "/slack/events"
+    """URL path Slack posts events to."""
+
+
+class TelegramConfig(Section):
+    enabled: Toggle = "auto"
+    """auto: on when a token is set."""
+    token: Secret = None
+    """Bot token from @BotFather; when unset, TELEGRAM_BOT_TOKEN is used."""
+    api_base_url: str | None = None
+    """A custom Bot API server (self-hosted, or a local emulator in tests)."""
+    mode: Literal["polling", "webhook"] = "polling"
+    """How updates arrive."""
+    webhook_url: str | None = None
+    """Public HTTPS URL Telegram posts to (webhook mode)."""
+    webhook_secret: Secret = None
+    """Secret Telegram sends in X-Telegram-Bot-Api-Secret-Token (required in webhook mode)."""
+    webhook_listen: Listen = Listen()
+    """Where the webhook server listens."""
+    allowed_users: IdList = []
+    """Telegram user ids allowed to talk to the bot."""
+    allowed_chats: IdList = []
+    """Group chat ids the bot answers in (empty: any group an allowed user is in)."""
+    allow_all: bool = False
+    """Answer everyone (an open bot)."""
+    require_mention: bool = True
+    """In groups, answer only when mentioned or replied to."""
+
+
+class DiscordConfig(Section):
+    enabled: Toggle = "auto"
+    """auto: on when a token is set."""
+    token: Secret = None
+    """Bot token from the Developer Portal; when unset, DISCORD_BOT_TOKEN is used."""
+    api_base_url: str | None = None
+    """Discord REST base URL (a local emulator in tests)."""
+    gateway_url: str | None = None
+    """Discord gateway WebSocket URL (a local emulator in tests)."""
+    allowed_users: IdList = []
+    """Discord user ids allowed to talk to the bot."""
+    allowed_guilds: IdList = []
+    """Servers the bot answers in (empty: any)."""
+    allowed_channels: IdList = []
+    """Channels the bot answers in (empty: any)."""
+    allow_all: bool = False
+    """Answer everyone (an open bot)."""
+    require_mention: bool = True
+    """In servers, answer only when mentioned or replied to."""
+    message_content_intent: bool = False
+    """Request the privileged Message Content intent (must also be enabled in the portal)."""
+
+
+class SlackConfig(Section):
+    enabled: Toggle = "auto"
+    """auto: on when the tokens the mode needs are set."""
+    bot_token: Secret = None
+    """xoxb- bot token; when unset, SLACK_BOT_TOKEN is used."""
+    app_token: Secret = None
+    """xapp- app-level token for Socket Mode; when unset, SLACK_APP_TOKEN is used."""
+    signing_secret: Secret = None
+    """Signing secret for HTTP mode; when unset, SLACK_SIGNING_SECRET is used."""
+    mode: Literal["socket", "http"] = "socket"
+    """Socket Mode (no public URL needed) or the HTTP Events API."""
+    api_base_url: str | None = None
+    """Slack Web API base URL (a local fake in tests)."""
+    http_listen: SlackListen = SlackListen()
+    """Where the HTTP events endpoint listens (http mode)."""
+    allowed_users: IdList = []
+    """Slack user ids allowed to talk to the bot."""
+    allowed_channels: IdList = []
+    """Channels the bot answers in (empty: any)."""
+    allow_all: bool = False
+    """Answer everyone in the workspace."""
+
+
+class PlatformsConfig(Section):
+    telegram: TelegramConfig = TelegramConfig()
+    discord: DiscordConfig = DiscordConfig()
+    slack: SlackConfig = SlackConfig()
+
+
+class SessionsConfig(Section):
+    reset: Literal["idle", "daily", "none"] = "idle"
+    """When a conversation starts afresh on its own."""
+    idle_minutes: PositiveInt = 1440
+    """With reset: idle, minutes of silence after which the next message starts a new session."""
+    daily_hour: Annotated[int, _between(0, 23)] = 4
+    """With reset: daily, the local hour at which sessions roll over."""
+    group_per_user: bool = True
+    """In groups, each user has their own session (threads stay shared)."""
+
+
+class StorageConfig(Section):
+    path: str = "state.db"
+    """The SQLite database, relative to the home directory unless absolute."""
+    synchronous: Literal["normal", "full"] = "normal"
+    """SQLite durability: normal (safe with WAL, fast) or full (fsync every commit)."""
+
+
+class LoggingConfig(Section):
+    file: str = "logs/gateway.log"
+    """The log file, relative to the home directory unless absolute."""
+    format: Literal["text", "json"] = "text"
+    """text: one key=value line per event; json: one JSON object per line."""
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    """The least severe level written."""
+    max_size_mb: PositiveFloat = 10.0
+    """Rotate the file when it grows past this many megabytes."""
+    backups: Annotated[int, _between(0, 100)] = 5
+    """How many rotated files to keep."""
+    console: bool = True
+    """Also write log lines to standard error (for Docker and systemd journals)."""
+
+
+class HealthConfig(Section):
+    host: str = "127.0.0.1"
+    """Address of the /health endpoint."""
+    port: Port = 8642
+    """Port of the /health endpoint (0 picks a free one; the log says which)."""
+
+
+class GatewayConfig(Section):
+    drain_timeout: Annotated[float, _between(0.0, 3600.0)] = 30.0
+    """On shutdown, seconds running turns may take to finish before they are stopped."""
+
+
+class Settings(Section):
+    """The whole configuration."""
+
+    model: ModelConfig = ModelConfig()
+    auxiliary: AuxiliaryConfig = AuxiliaryConfig()
+    compression: CompressionConfig = CompressionConfig()
+    platforms: PlatformsConfig = PlatformsConfig()
+    sessions: SessionsConfig = SessionsConfig()
+    storage: StorageConfig = StorageConfig()
+    logging: LoggingConfig = LoggingConfig()
+    health: HealthConfig = HealthConfig()
+    gateway: GatewayConfig = GatewayConfig()
+
+
+PLATFORMS: tuple[str, ...] = ("telegram", "discord", "slack")

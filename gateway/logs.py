@@ -1,0 +1,195 @@
+"""gateway.log: one greppable line per event, secrets masked, rotated by size.
+
+Text lines look like::
+
+    2026-11-22T10:00:00.123Z info  turn.done platform=telegram session=01J... turn=7f3a in=1234 out=56
+
+Values with spaces, quotes or newlines are JSON-quoted, so a record never spans
+lines (tracebacks go into one ``exc`` field). ``logging.format: json`` writes
+one JSON object per line instead. Every line inside a turn carries the same
+``turn`` id plus platform / chat / session, through context binding
+(:func:`bind`). Library loggers (aiogram, discord.py, aiohttp, ...) go through
+the same formatter, so their lines look alike and are redacted too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import logging.handlers
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import structlog
+from structlog.typing import EventDict, WrappedLogger
+
+from gateway.redaction import Redactor
+
+_LEVEL_LABELS = {"debug": "debug", "info": "info", "warning": "warn", "error": "error", "critical": "crit"}
+_RESERVED = ("ts", "level", "event")
+_CONTEXT_ORDER = ("platform", "chat", "session", "turn")
+# Libraries that are chatty at INFO about things operators do not need.
+_QUIET_LIBRARIES = ("aiohttp.access", "httpx", "httpx2", "httpcore", "httpcore2", "asyncio")
+
+redactor = Redactor()
+"""The process-wide redactor; configured secrets are added by :func:`configure_logging`."""
+
+
+def _timestamp(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
+    record = event_dict.get("_record")
+    created = record.created if record is not None else time.time()
+    stamp = datetime.fromtimestamp(created, tz=timezone.utc).isoformat(timespec="milliseconds")
+    event_dict["ts"] = stamp.replace("+00:00", "Z")
+    return event_dict
+
+
+def _context_first(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
+    """Bound context (turn, platform, chat, session) leads, then the event's own fields."""
+    context = structlog.contextvars.get_contextvars()
+    if not context:
+        return event_dict
+    ordered = sorted(context, key=lambda key: _CONTEXT_ORDER.index(key) if key in _CONTEXT_ORDER else 99)
+    merged: dict[str, Any] = {key: context[key] for key in ordered if key not in event_dict}
+    merged.update(event_dict)
+    return merged
+
+
+def _foreign_fields(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
+    """A stdlib record from a library: keep its logger name so the line says where it came from."""
+    record = event_dict.get("_record")
+    if record is not None and not record.name.startswith(("gateway", "agent", "storage", "adapters", "switchboard")):
+        event_dict.setdefault("logger", record.name)
+    return event_dict
+
+
+def _exception_field(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
+    exc_info = event_dict.pop("exc_info", None)
+    if exc_info:
+        if exc_info is True:
+            exc_info = sys.exc_info()
+        if isinstance(exc_info, BaseException):
+            exc_info = (type(exc_info), exc_info, exc_info.__traceback__)
+        if exc_info and exc_info[0] is not None:
+            event_dict["exc"] = "".join(logging.Formatter().formatException(exc_info)).strip()
+    return event_dict
+
+
+def _quote(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    text = value if isinstance(value, str) else str(value)
+    if not text or any(ch in text for ch in ' "=\n\r\t\\') or not text.isprintable():
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
+def render_text(_: WrappedLogger, __: str, event_dict: EventDict) -> str:
+    """``<ts> <level> <event> key=value ...`` on one line."""
+    level = _LEVEL_LABELS.get(str(event_dict.pop("level", "info")), "info")
+    ts = event_dict.pop("ts", "")
+    event = str(event_dict.pop("event", "")).replace("\n", "\\n")
+    fields = " ".join(f"{key}={_quote(value)}" for key, value in event_dict.items() if value is not None)
+    line = f"{ts} {level:<5} {event}"
+    return f"{line} {fields}" if fields else line
+
+
+def render_json(_: WrappedLogger, __: str, event_dict: EventDict) -> str:
+    ordered = {key: event_dict.pop(key) for key in _RESERVED if key in event_dict}
+    ordered.update(event_dict)
+    return json.dumps(ordered, ensure_ascii=False, default=str)
+
+
+class RedactingFormatter(structlog.stdlib.ProcessorFormatter):
+    """The last word on every line: masks secrets in the rendered text."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redactor(super().format(record))
+
+
+def _formatter(fmt: str) -> RedactingFormatter:
+    renderer = render_json if fmt == "json" else render_text
+    shared: list[Any] = [structlog.stdlib.add_log_level, _timestamp, _foreign_fields]
+    return RedactingFormatter(
+        foreign_pre_chain=[*shared, structlog.stdlib.ExtraAdder()],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            _context_first,
+            _exception_field,
+            renderer,
+        ],
+    )
+
+
+def configure_logging(
+    *,
+    level: str = "info",
+    fmt: str = "text",
+    file: Path | None = None,
+    max_bytes: int = 10 * 1024 * 1024,
+    backups: int = 5,
+    console: bool = True,
+    secrets: list[str] | None = None,
+) -> None:
+    """Route structlog and stdlib logging through one redacting formatter to file and/or stderr."""
+    redactor.add_secrets(secrets or [])
+    handlers: list[logging.Handler] = []
+    if file is not None:
+        file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        file.touch(mode=0o600, exist_ok=True)
+        handlers.append(
+            logging.handlers.RotatingFileHandler(file, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+        )
+    if console:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    formatter = _formatter(fmt)
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+        old.close()
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
+    root.setLevel(level.upper())
+    for name in _QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
+    structlog.configure(
+        processors=[
+            structlog.stdlib.filter_by_level,
+            structlog.stdlib.add_log_level,
+            _timestamp,
+            structlog.stdlib.PositionalArgumentsFormatter(),
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+
+
+def shutdown_logging() -> None:
+    """Flush and close every handler (the last thing the process does)."""
+    logging.shutdown()
+
+
+@contextmanager
+def bind(**fields: Any) -> Iterator[None]:
+    """Attach fields (turn, platform, chat, session) to every line logged inside the block,
+    including lines from tasks started inside it."""
+    with structlog.contextvars.bound_contextvars(**fields):
+        yield
+
+
+def context() -> Mapping[str, Any]:
+    return structlog.contextvars.get_contextvars()
+
+
+def add_redacted_secrets(secrets: list[str]) -> None:
+    redactor.add_secrets(secrets)
+
