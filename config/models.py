@@ -63,7 +63,7 @@ class Section(BaseModel):
 class ModelConfig(Section):
     provider: Literal["anthropic", "openai"] = "anthropic"
     """Which API the model is called through. ``openai`` also serves any OpenAI-compatible server."""
-    name: str = "claude-sonnet-4-5"
+    name: str = "claude-sonnet-4-6"
     """The model name sent to the API."""
     api_key: Secret = None
     """The API key; when unset, ANTHROPIC_API_KEY or OPENAI_API_KEY (by provider) is used."""

@@ -20,12 +20,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def run_command(args: argparse.Namespace, extra_adapters: Sequence[Adapter] = ()) -> int:
     """The whole process: home, config, logging, the gateway, a clean exit status."""
+    loaded = load_config_or_exit(args, create_home=True)
+    setup_logging(loaded)
     # Imported here, not at the top: the runner pulls in storage and aiohttp, which
     # `switchboard --version` and `check` should not pay for.
     from gateway.runner import run_gateway
 
-    loaded = load_config_or_exit(args, create_home=True)
-    setup_logging(loaded)
     try:
         return asyncio.run(run_gateway(loaded, extra_adapters))
     finally:

@@ -153,5 +153,5 @@ def test_no_secret_survives_any_logger(log_file: Path, fmt: str, capsys: pytest.
 
 
 def test_redactor_leaves_ordinary_text_alone() -> None:
-    text = "turn.done in=1234 out=56 tokens=900 model=claude-sonnet-4-5 task=sk-learning path=/usr/bin/ls"
+    text = "turn.done in=1234 out=56 tokens=900 model=claude-sonnet-4-6 task=sk-learning path=/usr/bin/ls"
     assert logs.redactor(text) == text

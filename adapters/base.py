@@ -1,0 +1,118 @@
+"""The boundary every platform adapter implements.
+
+An adapter owns one platform connection. The gateway starts it with an
+*intake* callback, asks it to send, edit and show typing, reads its status for
+/health, and stops it in two steps: first intake (no new messages), later the
+connection itself (after queued replies were flushed).
+
+Adapters import only the types in ``gateway.events`` from the rest of
+Switchboard.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from types import TracebackType
+from typing import ClassVar, Literal
+
+from gateway.events import InboundMessage, Markup, OutboundMessage
+
+Intake = Callable[[InboundMessage], Awaitable[None]]
+"""Hands one inbound message to the gateway; returns once the gateway has accepted (stored) it."""
+
+
+class AdapterState(StrEnum):
+    NEW = "new"
+    STARTING = "starting"
+    RUNNING = "running"
+    DEGRADED = "degraded"
+    """Connected but not healthy (e.g. polling stalled, reconnecting)."""
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    max_message_length: int
+    length_unit: Literal["chars", "utf16"] = "chars"
+    """How the limit is counted: Python characters, or UTF-16 code units (Telegram)."""
+    can_edit: bool = True
+    markup: Markup = Markup.PLAIN
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterStatus:
+    state: AdapterState
+    detail: str = ""
+    last_inbound_at: float | None = None
+    """Wall-clock time of the last inbound message, or None."""
+
+    def to_dict(self, now: float | None = None) -> dict[str, object]:
+        now = time.time() if now is None else now
+        since = None if self.last_inbound_at is None else round(now - self.last_inbound_at, 1)
+        return {"state": self.state.value, "detail": self.detail, "seconds_since_inbound": since}
+
+
+class AdapterError(Exception):
+    """An adapter could not do what was asked; the message says what to do about it."""
+
+
+class Adapter(abc.ABC):
+    """One platform connection. Subclasses set ``platform`` and ``capabilities``."""
+
+    platform: ClassVar[str]
+    capabilities: ClassVar[Capabilities]
+
+    def __init__(self) -> None:
+        self._state = AdapterState.NEW
+        self._detail = ""
+        self._last_inbound_at: float | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def start(self, intake: Intake) -> None:
+        """Connect and begin delivering inbound messages to ``intake``. Returns once started."""
+
+    @abc.abstractmethod
+    async def stop_intake(self) -> None:
+        """Stop receiving new messages; sending keeps working. Idempotent."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release the connection. Idempotent."""
+
+    # --- outbound --------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def send(self, message: OutboundMessage) -> str:
+        """Send one chunk; returns the platform's id for the sent message."""
+
+    async def edit(self, chat_id: str, message_id: str, text: str, *, markup: Markup = Markup.PLAIN) -> None:
+        """Replace the text of a message the bot sent."""
+        raise AdapterError(f"{self.platform} messages cannot be edited")
+
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
+        """Show a typing indicator for a few seconds (the gateway refreshes it). Default: nothing."""
+
+    # --- status ----------------------------------------------------------------------------
+    def status(self) -> AdapterStatus:
+        return AdapterStatus(self._state, self._detail, self._last_inbound_at)
+
+    def _set_state(self, state: AdapterState, detail: str = "") -> None:
+        self._state = state
+        self._detail = detail
+
+    def _note_inbound(self) -> None:
+        self._last_inbound_at = time.time()
+
+    async def __aenter__(self) -> Adapter:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()

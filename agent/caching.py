@@ -1,0 +1,153 @@
+"""Prompt caching: where the cache breakpoints go, when caching is on, and which TTL to pay for.
+
+Breakpoints follow the *system_and_3* strategy: one on the system prompt and
+one on each of the last three non-system messages that can carry one (four in
+all, Anthropic's maximum). The system prompt is frozen per session, so the
+first breakpoint is read from cache on every call; the rolling three keep the
+growing conversation cached turn after turn.
+
+Markers are applied to chat-completions style message dicts (the neutral wire
+shape every provider starts from) and never mutate their input.
+
+TTL policy (``model.cache_ttl``)
+--------------------------------
+``5m`` and ``1h`` are fixed. ``auto`` chooses per session from the gaps between
+the user's messages. A 5-minute entry is cheap to write (1.25x input price) but
+gone when the user takes a coffee break; a 1-hour entry costs 2x to write and
+survives it. With ``f5`` and ``f60`` the shares of gaps shorter than 5 and 60
+minutes, and ``r`` the share of new tokens a turn adds to a prefix of P tokens,
+one turn costs about (in units of P times the plain input price)::
+
+    5m:  f5  * (0.1 + 1.25 r) + (1 - f5)  * 1.25 (1 + r)
+    1h:  f60 * (0.1 + 2.00 r) + (1 - f60) * 2.00 (1 + r)
+
+(a live entry is read at 0.1 and only the new tokens are written; an expired
+one is written whole). ``auto`` picks the cheaper one, estimating f5 and f60 from the session's
+observed gaps plus a prior that says chat users often answer after several
+minutes (so a new session starts on 1h). Users who mostly come back after more
+than an hour get 5m: an hour-long entry would expire anyway and cost more to write.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+Ttl = Literal["5m", "1h"]
+MAX_BREAKPOINTS = 4
+WRITE_PRICE: dict[Ttl, float] = {"5m": 1.25, "1h": 2.0}
+READ_PRICE = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class CachePolicy:
+    enabled: bool
+    native: bool
+    """True for the Anthropic Messages layout; False for an OpenAI-style envelope (OpenRouter)."""
+    reason: str = ""
+
+
+def cache_policy(provider: str, model: str, base_url: str | None) -> CachePolicy:
+    """Caching is on for Claude on the Anthropic API and for Claude through OpenRouter."""
+    is_claude = "claude" in model.lower()
+    host = (urlparse(base_url).hostname or "") if base_url else ""
+    if provider == "anthropic" and is_claude:
+        return CachePolicy(True, True, "Claude on the Anthropic Messages API")
+    if provider == "openai" and is_claude and "openrouter" in host:
+        return CachePolicy(True, False, "Claude through OpenRouter")
+    return CachePolicy(False, False, "the endpoint caches automatically or not at all")
+
+
+def marker(ttl: Ttl) -> dict[str, str]:
+    return {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": "1h"}
+
+
+def apply_cache_markers(messages: Sequence[dict[str, Any]], *, ttl: Ttl = "5m", native: bool = True) -> list[dict[str, Any]]:
+    """A copy of ``messages`` with up to four ``cache_control`` breakpoints (system + last 3)."""
+    marked = copy.deepcopy(list(messages))
+    if not marked:
+        return marked
+    mark = marker(ttl)
+    used = 0
+    if marked[0].get("role") == "system":
+        _place(marked[0], mark, native)
+        used = 1
+    candidates = [m for m in marked[used:] if m.get("role") != "system" and _can_carry(m, native)]
+    for message in candidates[-(MAX_BREAKPOINTS - used):]:
+        _place(message, mark, native)
+    return marked
+
+
+def _can_carry(message: dict[str, Any], native: bool) -> bool:
+    if native:
+        return True
+    content = message.get("content")
+    if isinstance(content, str):
+        return bool(content)
+    return isinstance(content, list) and bool(content) and isinstance(content[-1], dict)
+
+
+def _place(message: dict[str, Any], mark: dict[str, str], native: bool) -> None:
+    content = message.get("content")
+    if message.get("role") == "tool" and native:
+        message["cache_control"] = dict(mark)
+    elif isinstance(content, str) and content:
+        message["content"] = [{"type": "text", "text": content, "cache_control": dict(mark)}]
+    elif isinstance(content, list) and content and isinstance(content[-1], dict):
+        content[-1]["cache_control"] = dict(mark)
+    else:
+        message["cache_control"] = dict(mark)
+
+
+class TtlAdvisor:
+    """Chooses 5m or 1h for one session from the gaps between its user's messages."""
+
+    # Prior pseudo-observations: what we assume before a session has history.
+    PRIOR_WEIGHT = 3.0
+    PRIOR_F5 = 0.35
+    PRIOR_F60 = 0.80
+    WINDOW = 50
+
+    def __init__(self, configured: Literal["5m", "1h", "auto"] = "auto") -> None:
+        self.configured = configured
+        self._gaps: deque[float] = deque(maxlen=self.WINDOW)
+        self._last_at: float | None = None
+
+    @classmethod
+    def from_timestamps(cls, configured: Literal["5m", "1h", "auto"], times: Iterable[float]) -> TtlAdvisor:
+        """Rebuild from stored user-message times (e.g. after a restart)."""
+        advisor = cls(configured)
+        for at in times:
+            advisor.observe(at)
+        return advisor
+
+    def observe(self, at: float) -> None:
+        """Record that the user sent a message at wall-clock time ``at``."""
+        if self._last_at is not None and at >= self._last_at:
+            self._gaps.append(at - self._last_at)
+        self._last_at = at
+
+    def shares(self) -> tuple[float, float]:
+        """Estimated shares of gaps under 5 and under 60 minutes."""
+        n = len(self._gaps)
+        under5 = sum(1 for gap in self._gaps if gap < 300)
+        under60 = sum(1 for gap in self._gaps if gap < 3600)
+        w = self.PRIOR_WEIGHT
+        return (under5 + w * self.PRIOR_F5) / (n + w), (under60 + w * self.PRIOR_F60) / (n + w)
+
+    def choose(self, new_share: float = 0.1) -> Ttl:
+        """The TTL for the next call; ``new_share`` is r, the new tokens' share of the prompt."""
+        if self.configured != "auto":
+            return self.configured
+        f5, f60 = self.shares()
+        return "1h" if turn_cost("1h", f60, new_share) < turn_cost("5m", f5, new_share) else "5m"
+
+
+def turn_cost(ttl: Ttl, alive: float, new_share: float) -> float:
+    """Expected input cost of one turn per prefix token (see the module docstring)."""
+    write = WRITE_PRICE[ttl]
+    return alive * (READ_PRICE + write * new_share) + (1 - alive) * write * (1 + new_share)

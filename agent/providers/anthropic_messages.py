@@ -1,0 +1,146 @@
+"""Claude through the Anthropic Messages API (``anthropic.AsyncAnthropic``).
+
+The chat-completions dicts (with any cache breakpoints already placed) are
+translated here: the system message becomes system content blocks, assistant
+tool calls become ``tool_use`` blocks, tool results become ``tool_result``
+blocks inside a user turn, and consecutive same-role turns are merged, as the
+Messages API requires. A breakpoint on a message as a whole moves onto that
+message's last block.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+
+from agent.messages import ChatMessage, ToolCall
+from agent.providers.base import ModelRequest, ModelResponse, Provider, chat_dicts
+from agent.providers.errors import translate
+from agent.usage import Usage
+
+
+class AnthropicProvider(Provider):
+    name = "anthropic"
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        stream: bool = True,
+    ) -> None:
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key or "not-set", base_url=base_url, timeout=timeout, max_retries=0
+        )
+        self._stream = stream
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        params = to_anthropic(request)
+        try:
+            if self._stream:
+                async with self._client.messages.stream(**params) as stream:
+                    message = await stream.get_final_message()
+            else:
+                message = await self._client.messages.create(**params)
+        except anthropic.APIError as error:
+            raise translate(
+                error,
+                provider=self.name,
+                model=request.model,
+                timeout_types=(anthropic.APITimeoutError,),
+                connection_types=(anthropic.APIConnectionError,),
+                status_types=(anthropic.APIStatusError,),
+            ) from error
+        return from_anthropic(message, request.model)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def to_anthropic(request: ModelRequest) -> dict[str, Any]:
+    """The keyword arguments for ``messages.create`` / ``messages.stream``."""
+    dicts = chat_dicts(request)
+    params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens}
+    if dicts and dicts[0]["role"] == "system":
+        params["system"] = _blocks(dicts.pop(0))
+    params["messages"] = _turns(dicts)
+    if request.tools:
+        params["tools"] = [
+            {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+            for tool in request.tools
+        ]
+    return params
+
+
+def _turns(dicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    turns: list[dict[str, Any]] = []
+    for message in dicts:
+        role = "assistant" if message["role"] == "assistant" else "user"
+        blocks = _blocks(message)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return turns
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """One message's content blocks; a message-level breakpoint lands on the last block."""
+    role = message["role"]
+    if role == "tool":
+        blocks = [{"type": "tool_result", "tool_use_id": message["tool_call_id"], "content": _text(message["content"]) or "(no output)"}]
+    else:
+        blocks = _text_blocks(message.get("content"))
+        for call in message.get("tool_calls") or ():
+            function = call["function"]
+            blocks.append({"type": "tool_use", "id": call["id"], "name": function["name"], "input": _arguments(function["arguments"])})
+    if "cache_control" in message and blocks:
+        blocks[-1]["cache_control"] = message["cache_control"]
+    return blocks
+
+
+def _text_blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, list):
+        return [dict(block) for block in content if block.get("type") != "text" or block.get("text")]
+    return [{"type": "text", "text": content}] if content else []
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(block.get("text", "") for block in content)
+    return content or ""
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return {"_unparsed_arguments": raw}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def from_anthropic(message: Any, model: str) -> ModelResponse:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in message.content:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            calls.append(ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input, ensure_ascii=False)))
+    usage = message.usage
+    return ModelResponse(
+        message=ChatMessage.assistant("".join(texts), calls),
+        usage=Usage(
+            input_tokens=usage.input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+            cache_read_tokens=getattr(usage, "cache_read_input_tokens", 0) or 0,
+            cache_write_tokens=getattr(usage, "cache_creation_input_tokens", 0) or 0,
+        ),
+        stop_reason=message.stop_reason or "end_turn",
+        model=getattr(message, "model", None) or model,
+    )

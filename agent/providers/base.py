@@ -1,0 +1,109 @@
+"""What every model provider takes and gives back, independent of its wire format.
+
+A :class:`ModelRequest` carries the frozen system prompt, the conversation,
+the tools and the caching decision; a :class:`ModelResponse` carries the
+assistant message and normalised usage. Providers translate both ways and map
+their SDK's exceptions to :class:`agent.errors.ProviderError` at the boundary.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.caching import Ttl, apply_cache_markers
+from agent.messages import ChatMessage
+from agent.usage import Usage
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as the model sees it: a name, what it does, and its JSON Schema parameters."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    model: str
+    system: str
+    """The session's frozen system prompt, byte for byte."""
+    messages: Sequence[ChatMessage]
+    """The conversation after the system prompt (no system messages)."""
+    tools: Sequence[ToolSpec] = ()
+    max_tokens: int = 4096
+    cache_ttl: Ttl | None = None
+    """None: no cache breakpoints. Otherwise the TTL of the breakpoints."""
+    cache_native: bool = True
+    """Breakpoint layout: Anthropic-native (True) or an OpenAI-style envelope (OpenRouter)."""
+    ephemeral: str | None = None
+    """Call-time text (gateway overlays, notices, the step-budget note). Sent after the last
+    message, outside every cache breakpoint, and never stored."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    message: ChatMessage
+    usage: Usage
+    stop_reason: str
+    model: str
+
+
+class Provider(abc.ABC):
+    """One model API endpoint."""
+
+    name: str
+
+    @abc.abstractmethod
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """One model call. Raises ProviderError (or ContextTooLongError) on failure."""
+
+    async def aclose(self) -> None:
+        """Release the HTTP client."""
+
+
+def chat_dicts(request: ModelRequest) -> list[dict[str, Any]]:
+    """The request as chat-completions style dicts, with cache breakpoints when caching is on.
+
+    Breakpoints are placed first; the ephemeral text is then appended at the very
+    end (to the last user turn, or as a user turn after tool results), so it never
+    sits inside a cached prefix and the stored conversation never sees it.
+    """
+    dicts: list[dict[str, Any]] = []
+    if request.system:
+        dicts.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        if message.role == "system":
+            raise ValueError("the system prompt goes in ModelRequest.system, not among the messages")
+        dicts.append(_chat_dict(message))
+    if request.cache_ttl is not None:
+        dicts = apply_cache_markers(dicts, ttl=request.cache_ttl, native=request.cache_native)
+    if request.ephemeral:
+        _append_ephemeral(dicts, request.ephemeral)
+    return dicts
+
+
+def _chat_dict(message: ChatMessage) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    data: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        data["tool_calls"] = [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+            for call in message.tool_calls
+        ]
+    return data
+
+
+def _append_ephemeral(dicts: list[dict[str, Any]], text: str) -> None:
+    last = dicts[-1] if dicts else None
+    if last is None or last["role"] != "user":
+        dicts.append({"role": "user", "content": text})
+    elif isinstance(last["content"], list):
+        last["content"].append({"type": "text", "text": text})
+    else:
+        last["content"] = f"{last['content']}\n\n{text}" if last["content"] else text

@@ -1,0 +1,140 @@
+"""Calling the model with retries and fallbacks.
+
+Each configured model gets a bounded number of attempts on retryable errors
+(429, 5xx, 529 overloaded, timeouts, connection errors) with exponential
+backoff and jitter, honouring the server's ``retry-after``. Then the next
+fallback model is tried. A context-length error is raised at once: the caller
+compacts and tries again. When every model failed, :class:`ModelUnavailableError`
+carries a message fit to show the user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+
+import structlog
+
+from agent.caching import CachePolicy
+from agent.errors import ContextTooLongError, ErrorKind, ModelUnavailableError, ProviderError
+from agent.providers.base import ModelRequest, ModelResponse, Provider
+
+log = structlog.get_logger("agent.model")
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    max_attempts: int = 4
+    """Attempts per model, the first included."""
+    base_delay: float = 1.0
+    max_delay: float = 30.0
+    jitter: float = 0.5
+    """Up to this share of the delay is added at random, so clients do not retry in step."""
+    max_retry_after: float = 120.0
+    """A longer retry-after is not waited for: the next model is tried instead."""
+
+    def delay(self, attempt: int, retry_after: float | None, rand: float) -> float:
+        if retry_after is not None:
+            return retry_after + rand * self.jitter
+        backoff = min(self.base_delay * 2 ** (attempt - 1), self.max_delay)
+        return backoff + rand * self.jitter * backoff
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTarget:
+    """One model on one endpoint, with the caching that endpoint supports."""
+
+    provider: Provider
+    model: str
+    cache: CachePolicy
+
+
+class ModelRouter:
+    def __init__(
+        self,
+        targets: Sequence[ModelTarget],
+        policy: RetryPolicy = RetryPolicy(),
+        *,
+        sleep: Sleep = asyncio.sleep,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        if not targets:
+            raise ValueError("at least one model is needed")
+        self.targets = list(targets)
+        self._policy = policy
+        self._sleep = sleep
+        self._rand = rand
+
+    @property
+    def primary(self) -> ModelTarget:
+        return self.targets[0]
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """The first model that answers, in order; raises ContextTooLongError or ModelUnavailableError."""
+        failures: list[ProviderError] = []
+        for index, target in enumerate(self.targets):
+            try:
+                return await self._with_retries(target, _for_target(request, target))
+            except ContextTooLongError:
+                raise
+            except ProviderError as error:
+                failures.append(error)
+                if not error.kind.falls_back:
+                    break
+                if index + 1 < len(self.targets):
+                    nxt = self.targets[index + 1]
+                    log.warning("model.fallback", failed=target.model, kind=error.kind.value, next=nxt.model)
+        raise ModelUnavailableError(user_message(failures[-1]), causes=failures)
+
+    async def _with_retries(self, target: ModelTarget, request: ModelRequest) -> ModelResponse:
+        attempt = 1
+        while True:
+            try:
+                return await target.provider.complete(request)
+            except ProviderError as error:
+                if not error.kind.retryable or attempt >= self._policy.max_attempts:
+                    raise
+                if error.retry_after is not None and error.retry_after > self._policy.max_retry_after:
+                    raise
+                delay = self._policy.delay(attempt, error.retry_after, self._rand())
+                log.warning(
+                    "model.retry",
+                    provider=target.provider.name,
+                    model=target.model,
+                    kind=error.kind.value,
+                    status=error.status,
+                    attempt=attempt,
+                    delay_s=round(delay, 2),
+                )
+                await self._sleep(delay)
+                attempt += 1
+
+
+def _for_target(request: ModelRequest, target: ModelTarget) -> ModelRequest:
+    ttl = request.cache_ttl if target.cache.enabled else None
+    return replace(request, model=target.model, cache_ttl=ttl, cache_native=target.cache.native)
+
+
+def user_message(error: ProviderError) -> str:
+    """What the person in the chat is told when no model could answer."""
+    if error.kind in (ErrorKind.AUTH,):
+        return (
+            "I can't reach my language model: its credentials were rejected. "
+            "The bot's operator needs to check the API key (details are in gateway.log)."
+        )
+    if error.kind is ErrorKind.NOT_FOUND:
+        return "The configured model does not exist at its provider. The bot's operator needs to fix model.name."
+    if error.kind is ErrorKind.BAD_REQUEST:
+        return "The model refused this request as malformed. The bot's operator can find the details in gateway.log."
+    busy = {
+        ErrorKind.RATE_LIMIT: "is rate-limiting me",
+        ErrorKind.OVERLOADED: "is overloaded",
+        ErrorKind.SERVER: "is having an outage",
+        ErrorKind.TIMEOUT: "did not answer in time",
+        ErrorKind.CONNECTION: "cannot be reached",
+    }.get(error.kind, "failed")
+    return f"The model service {busy} right now, so I couldn't answer. Please send your message again in a minute."

@@ -1,0 +1,108 @@
+"""Cache breakpoints (system_and_3), when caching is on, and the per-session TTL choice."""
+
+from __future__ import annotations
+
+import copy
+
+from agent.caching import TtlAdvisor, apply_cache_markers, cache_policy, turn_cost
+
+FIVE = {"type": "ephemeral"}
+HOUR = {"type": "ephemeral", "ttl": "1h"}
+
+
+def marked(messages: list[dict]) -> list[int]:
+    def has(m: dict) -> bool:
+        content = m.get("content")
+        block = isinstance(content, list) and content and "cache_control" in content[-1]
+        return "cache_control" in m or bool(block)
+
+    return [i for i, m in enumerate(messages) if has(m)]
+
+
+def test_system_and_last_three() -> None:
+    msgs = [{"role": "system", "content": "sys"}] + [
+        {"role": r, "content": t} for r, t in [("user", "u1"), ("assistant", "a1"), ("user", "u2"), ("assistant", "a2"), ("user", "u3")]
+    ]
+    out = apply_cache_markers(msgs)
+    assert marked(out) == [0, 3, 4, 5]
+    assert out[0]["content"] == [{"type": "text", "text": "sys", "cache_control": FIVE}]
+
+
+def test_input_is_never_mutated() -> None:
+    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": [{"type": "text", "text": "x"}]}]
+    before = copy.deepcopy(msgs)
+    apply_cache_markers(msgs, ttl="1h")
+    assert msgs == before
+
+
+def test_envelope_layout_skips_empty_messages_and_uses_four_without_system() -> None:
+    msgs = [
+        {"role": "user", "content": "u1"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c"}]},
+        {"role": "tool", "tool_call_id": "c", "content": "r"},
+        {"role": "user", "content": [{"type": "text", "text": "u2"}]},
+    ]
+    out = apply_cache_markers(msgs, ttl="1h", native=False)
+    assert marked(out) == [0, 2, 3]
+    assert out[2]["content"] == [{"type": "text", "text": "r", "cache_control": HOUR}]
+    assert out[3]["content"][-1]["cache_control"] == HOUR
+
+
+def test_native_layout_marks_tool_and_empty_assistant_at_top_level() -> None:
+    msgs = [
+        {"role": "system", "content": "sys"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c"}]},
+        {"role": "tool", "tool_call_id": "c", "content": "r"},
+        {"role": "user", "content": "u"},
+    ]
+    out = apply_cache_markers(msgs, native=True)
+    assert out[1]["cache_control"] == FIVE and out[1]["content"] == ""
+    assert out[2]["cache_control"] == FIVE and out[2]["content"] == "r"
+    assert out[3]["content"] == [{"type": "text", "text": "u", "cache_control": FIVE}]
+
+
+def test_never_more_than_four_breakpoints() -> None:
+    msgs = [{"role": "system", "content": "s"}] + [{"role": "user", "content": str(i)} for i in range(20)]
+    assert len(marked(apply_cache_markers(msgs))) == 4
+
+
+def test_policy() -> None:
+    assert cache_policy("anthropic", "claude-sonnet-4-6", None).native
+    assert cache_policy("anthropic", "claude-sonnet-4-6", "https://proxy.example/v1").enabled
+    envelope = cache_policy("openai", "anthropic/claude-sonnet-4.6", "https://openrouter.ai/api/v1")
+    assert envelope.enabled and not envelope.native
+    assert not cache_policy("openai", "gpt-5", None).enabled
+    assert not cache_policy("openai", "claude-sonnet-4-6", "http://127.0.0.1:8000/v1").enabled
+    assert not cache_policy("anthropic", "minimax-m2", None).enabled
+
+
+def test_fixed_ttl_is_kept() -> None:
+    advisor = TtlAdvisor("5m")
+    for at in range(0, 100_000, 7200):
+        advisor.observe(at)
+    assert advisor.choose() == "5m"
+
+
+def test_auto_starts_on_one_hour_for_a_new_session() -> None:
+    assert TtlAdvisor("auto").choose() == "1h"
+
+
+def test_auto_picks_five_minutes_for_a_rapid_chat() -> None:
+    advisor = TtlAdvisor.from_timestamps("auto", [i * 40.0 for i in range(30)])
+    assert advisor.choose() == "5m"
+
+
+def test_auto_keeps_one_hour_for_coffee_break_gaps() -> None:
+    advisor = TtlAdvisor.from_timestamps("auto", [i * 900.0 for i in range(30)])  # every 15 minutes
+    assert advisor.choose() == "1h"
+
+
+def test_auto_drops_to_five_minutes_when_the_user_returns_after_hours() -> None:
+    advisor = TtlAdvisor.from_timestamps("auto", [i * 4 * 3600.0 for i in range(30)])
+    assert advisor.choose() == "5m"
+
+
+def test_cost_model_matches_the_documented_formula() -> None:
+    assert turn_cost("5m", 1.0, 0.0) == 0.1
+    assert turn_cost("1h", 0.0, 0.0) == 2.0
+    assert turn_cost("5m", 0.5, 0.1) == 0.5 * (0.1 + 0.125) + 0.5 * 1.25 * 1.1

@@ -1,0 +1,93 @@
+"""An in-process adapter for driving the real gateway without any platform.
+
+It implements the real :class:`adapters.base.Adapter` interface, so every
+gateway code path runs; tests inject messages and read what was sent.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.base import Adapter, AdapterState, Capabilities, Intake
+from gateway.events import ChatType, InboundMessage, Markup, OutboundMessage
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    chat_id: str
+    message_id: str
+    text: str
+
+
+class LoopbackAdapter(Adapter):
+    platform = "loopback"
+    capabilities = Capabilities(max_message_length=4096, length_unit="chars", can_edit=True, markup=Markup.PLAIN)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._intake: Intake | None = None
+        self._event_ids = itertools.count(1)
+        self._message_ids = itertools.count(1)
+        self.sent: list[OutboundMessage] = []
+        self.edits: list[Edit] = []
+        self.typing_chats: list[str] = []
+
+    async def start(self, intake: Intake) -> None:
+        self._intake = intake
+        self._set_state(AdapterState.RUNNING, "in-process test adapter")
+
+    async def stop_intake(self) -> None:
+        self._intake = None
+        self._set_state(AdapterState.STOPPING, "intake stopped")
+
+    async def close(self) -> None:
+        self._intake = None
+        self._set_state(AdapterState.STOPPED)
+
+    async def send(self, message: OutboundMessage) -> str:
+        self.sent.append(message)
+        return f"m{next(self._message_ids)}"
+
+    async def edit(self, chat_id: str, message_id: str, text: str, *, markup: Markup = Markup.PLAIN) -> None:
+        self.edits.append(Edit(chat_id, message_id, text))
+
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
+        self.typing_chats.append(chat_id)
+
+    async def inject(
+        self,
+        text: str,
+        *,
+        chat_id: str = "chat-1",
+        user_id: str = "user-1",
+        chat_type: ChatType = ChatType.DM,
+        **fields: Any,
+    ) -> InboundMessage:
+        """Deliver a user message to the gateway as a platform would; returns it once accepted."""
+        if self._intake is None:
+            raise RuntimeError("the loopback adapter is not accepting messages (not started, or intake stopped)")
+        event_id = str(fields.pop("event_id", next(self._event_ids)))
+        message = InboundMessage(
+            platform=self.platform,
+            event_id=event_id,
+            chat_id=chat_id,
+            chat_type=chat_type,
+            user_id=user_id,
+            text=text,
+            **fields,
+        )
+        self._note_inbound()
+        await self._intake(message)
+        return message
+
+
+class BrokenAdapter(LoopbackAdapter):
+    """An adapter whose connection fails at start, like a platform with a revoked token."""
+
+    platform = "broken"
+
+    async def start(self, intake: Intake) -> None:
+        self._set_state(AdapterState.FAILED, "token rejected")
+        raise RuntimeError("401 Unauthorized: the token was rejected")

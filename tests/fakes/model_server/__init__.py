@@ -1,0 +1,56 @@
+"""A local fake of the Anthropic and OpenAI model APIs for tests.
+
+Point the real SDKs at it::
+
+    AsyncAnthropic(api_key="test", base_url=server.base_url)
+    AsyncOpenAI(api_key="test", base_url=server.base_url + "/v1")
+
+Script replies with ``server.script(Text("hi"), ToolUse("memory", {...}), RateLimited(2))``;
+read usage and cache figures from ``server.requests`` / ``server.last_request``.
+Token counting and cache rules are documented in ``prompt.py`` and ``cache.py``.
+"""
+
+from __future__ import annotations
+
+from .cache import CacheFigures, FakeClock
+from .records import RequestRecord
+from .replies import (
+    MAX_STALL_SECONDS,
+    AuthFailed,
+    ContextTooLong,
+    ErrorReply,
+    InvalidRequest,
+    Overloaded,
+    RateLimited,
+    Reply,
+    ServerError,
+    Text,
+    Timeout,
+    ToolCalls,
+    ToolUse,
+    Unavailable,
+)
+from .server import ModelServer, Responder, default_reply
+
+__all__ = (
+    "MAX_STALL_SECONDS",
+    "AuthFailed",
+    "CacheFigures",
+    "ContextTooLong",
+    "ErrorReply",
+    "FakeClock",
+    "InvalidRequest",
+    "ModelServer",
+    "Overloaded",
+    "RateLimited",
+    "Reply",
+    "RequestRecord",
+    "Responder",
+    "ServerError",
+    "Text",
+    "Timeout",
+    "ToolCalls",
+    "ToolUse",
+    "Unavailable",
+    "default_reply",
+)

@@ -1,0 +1,121 @@
+"""Anthropic Messages API wire format: bodies, usage, SSE events and errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+from aiohttp import web
+
+from .cache import MAX_BREAKPOINTS, CacheFigures
+from .prompt import PromptBlock, anthropic_blocks
+from .replies import ContextTooLong, ErrorReply, InvalidRequest
+from .turn import Turn, chunk_text
+from .wire import dumps, json_response, send_sse
+
+STOP_REASONS = {"end": "end_turn", "tool": "tool_use", "truncated": "max_tokens"}
+
+
+class AnthropicDialect:
+    """Renders the fake model's turns and errors as the Anthropic API does."""
+
+    api: Final = "anthropic"
+    call_id_prefix = "toolu_fake_"
+    message_id_prefix = "msg_fake_"
+    request_id_header = "request-id"
+
+    def blocks(self, body: Mapping[str, Any]) -> list[PromptBlock]:
+        """Flattened prompt blocks (tools, system, messages)."""
+        return anthropic_blocks(body)
+
+    def validate(self, blocks: Sequence[PromptBlock]) -> ErrorReply | None:
+        """Reject more cache breakpoints than the real service allows."""
+        found = sum(1 for block in blocks if block.is_breakpoint)
+        if found <= MAX_BREAKPOINTS:
+            return None
+        return InvalidRequest(
+            message=f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {found}."
+        )
+
+    def usage(self, figures: CacheFigures, turn: Turn) -> dict[str, Any]:
+        """The ``usage`` object for a finished turn."""
+        return {
+            "input_tokens": figures.uncached,
+            "output_tokens": turn.output_tokens,
+            "cache_read_input_tokens": figures.cache_read,
+            "cache_creation_input_tokens": figures.cache_creation,
+        }
+
+    def error_body(self, error: ErrorReply, prompt_tokens: int, request_id: str) -> dict[str, Any]:
+        """The JSON error envelope for ``error``."""
+        return {
+            "type": "error",
+            "error": {"type": error.anthropic_type, "message": self._error_message(error, prompt_tokens)},
+            "request_id": request_id,
+        }
+
+    def _error_message(self, error: ErrorReply, prompt_tokens: int) -> str:
+        if error.message is not None:
+            return error.message
+        if isinstance(error, ContextTooLong):
+            limit = error.limit if error.limit is not None else max(prompt_tokens - 1, 0)
+            return f"prompt is too long: {prompt_tokens} tokens > {limit} maximum"
+        return error.anthropic_message
+
+    def message(
+        self, message_id: str, model: str, turn: Turn, usage: Mapping[str, Any], created: int
+    ) -> dict[str, Any]:
+        """The complete ``message`` object for a turn (``created`` is unused here)."""
+        return {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content_blocks(turn),
+            "stop_reason": STOP_REASONS[turn.finish],
+            "stop_sequence": None,
+            "usage": dict(usage),
+        }
+
+    async def send(
+        self, request: web.Request, message: Mapping[str, Any], body: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> web.StreamResponse:
+        """Send ``message`` as JSON or as the Messages SSE event sequence."""
+        if not body.get("stream"):
+            return json_response(message, headers=headers)
+        return await send_sse(request, ((name, dumps(data)) for name, data in stream_events(message)), headers)
+
+
+def content_blocks(turn: Turn) -> list[dict[str, Any]]:
+    """Anthropic content blocks for a turn: optional text, then tool_use blocks."""
+    blocks: list[dict[str, Any]] = []
+    if turn.text is not None:
+        blocks.append({"type": "text", "text": turn.text})
+    blocks += [{"type": "tool_use", "id": call.id, "name": call.name, "input": call.input} for call in turn.calls]
+    return blocks
+
+
+def stream_events(message: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The SSE events that reassemble into ``message``."""
+    usage = dict(message["usage"])
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    yield "message_start", {"type": "message_start", "message": start}
+    yield "ping", {"type": "ping"}
+    for index, block in enumerate(message["content"]):
+        yield from _block_events(index, block)
+    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    yield "message_delta", {"type": "message_delta", "delta": delta, "usage": usage}
+    yield "message_stop", {"type": "message_stop"}
+
+
+def _block_events(index: int, block: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    if block["type"] == "text":
+        opening: dict[str, Any] = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": piece} for piece in chunk_text(block["text"])]
+    else:
+        opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in chunk_text(dumps(block["input"]))]
+    yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}
+    for delta in deltas:
+        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+    yield "content_block_stop", {"type": "content_block_stop", "index": index}

@@ -1,0 +1,129 @@
+"""OpenAI Chat Completions wire format: bodies, usage, SSE chunks and errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+from aiohttp import web
+
+from .cache import CacheFigures
+from .prompt import PromptBlock, openai_blocks
+from .replies import ContextTooLong, ErrorReply
+from .turn import Turn, chunk_text
+from .wire import dumps, json_response, send_sse
+
+FINISH_REASONS = {"end": "stop", "tool": "tool_calls", "truncated": "length"}
+
+
+class OpenAIDialect:
+    """Renders the fake model's turns and errors as OpenAI Chat Completions does."""
+
+    api: Final = "openai"
+    call_id_prefix = "call_fake_"
+    message_id_prefix = "chatcmpl-fake-"
+    request_id_header = "x-request-id"
+
+    def blocks(self, body: Mapping[str, Any]) -> list[PromptBlock]:
+        """Flattened prompt blocks (tools, then whole messages)."""
+        return openai_blocks(body)
+
+    def validate(self, blocks: Sequence[PromptBlock]) -> ErrorReply | None:
+        """OpenAI has no request-shape checks in this fake."""
+        return None
+
+    def usage(self, figures: CacheFigures, turn: Turn) -> dict[str, Any]:
+        """The ``usage`` object; ``prompt_tokens`` includes cached tokens."""
+        return {
+            "prompt_tokens": figures.prompt_tokens,
+            "completion_tokens": turn.output_tokens,
+            "total_tokens": figures.prompt_tokens + turn.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": figures.cache_read, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        }
+
+    def error_body(self, error: ErrorReply, prompt_tokens: int, request_id: str) -> dict[str, Any]:
+        """The JSON error envelope for ``error``."""
+        param = "messages" if isinstance(error, ContextTooLong) else None
+        return {
+            "error": {
+                "message": self._error_message(error, prompt_tokens),
+                "type": error.openai_type,
+                "param": param,
+                "code": error.openai_code,
+            }
+        }
+
+    def _error_message(self, error: ErrorReply, prompt_tokens: int) -> str:
+        if error.message is not None:
+            return error.message
+        if isinstance(error, ContextTooLong):
+            limit = error.limit if error.limit is not None else max(prompt_tokens - 1, 0)
+            return (
+                f"This model's maximum context length is {limit} tokens. However, your messages resulted in "
+                f"{prompt_tokens} tokens. Please reduce the length of the messages."
+            )
+        return error.openai_message
+
+    def message(
+        self, message_id: str, model: str, turn: Turn, usage: Mapping[str, Any], created: int
+    ) -> dict[str, Any]:
+        """The complete ``chat.completion`` object for a turn."""
+        choice = {"index": 0, "message": assistant_message(turn), "finish_reason": FINISH_REASONS[turn.finish]}
+        return {
+            "id": message_id,
+            "object": "chat.completion",
+            "created": created,
+            "model": model,
+            "choices": [{**choice, "logprobs": None}],
+            "usage": dict(usage),
+            "system_fingerprint": None,
+        }
+
+    async def send(
+        self, request: web.Request, message: Mapping[str, Any], body: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> web.StreamResponse:
+        """Send the completion as JSON, or as ``data:`` chunks ending in ``[DONE]``."""
+        if not body.get("stream"):
+            return json_response(message, headers=headers)
+        options = body.get("stream_options") or {}
+        chunks = [dumps(chunk) for chunk in stream_chunks(message, bool(options.get("include_usage")))]
+        return await send_sse(request, ((None, data) for data in [*chunks, "[DONE]"]), headers)
+
+
+def assistant_message(turn: Turn) -> dict[str, Any]:
+    """The assistant ``message`` of a completion choice."""
+    message: dict[str, Any] = {"role": "assistant", "content": turn.text, "refusal": None}
+    if turn.calls:
+        message["tool_calls"] = [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+            for call in turn.calls
+        ]
+    return message
+
+
+def stream_chunks(completion: Mapping[str, Any], include_usage: bool) -> Iterator[dict[str, Any]]:
+    """``chat.completion.chunk`` objects that reassemble into ``completion``."""
+    base = {key: completion[key] for key in ("id", "created", "model", "system_fingerprint")}
+    base["object"] = "chat.completion.chunk"
+    choice = completion["choices"][0]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        body = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+        return {**body, "usage": None} if include_usage else body
+
+    yield chunk({"role": "assistant", "content": ""})
+    yield from (chunk({"content": piece}) for piece in chunk_text(choice["message"]["content"] or ""))
+    for index, call in enumerate(choice["message"].get("tool_calls", [])):
+        yield from (chunk({"tool_calls": [delta]}) for delta in _call_deltas(index, call))
+    yield chunk({}, choice["finish_reason"])
+    if include_usage:
+        yield {**base, "choices": [], "usage": completion["usage"]}
+
+
+def _call_deltas(index: int, call: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    function = call["function"]
+    opening = {"name": function["name"], "arguments": ""}
+    yield {"index": index, "id": call["id"], "type": "function", "function": opening}
+    for piece in chunk_text(function["arguments"]):
+        yield {"index": index, "function": {"arguments": piece}}

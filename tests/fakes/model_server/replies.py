@@ -1,0 +1,211 @@
+"""Reply objects a test scripts into the fake model server.
+
+A reply says what the "model" does with one request. The same reply renders
+into either API's wire format:
+
+* :class:`Text` - an assistant text turn (``end_turn`` / ``stop``).
+* :class:`ToolUse` - one tool call; :class:`ToolCalls` - several, optionally
+  preceded by text (``tool_use`` / ``tool_calls``).
+* :class:`ErrorReply` subclasses - an HTTP error in the API's own JSON shape.
+* :class:`Timeout` - hold the request open longer than the client waits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeAlias
+
+MAX_STALL_SECONDS = 10.0
+"""Upper bound on how long a :class:`Timeout` reply may hold a request."""
+
+
+@dataclass(frozen=True)
+class Text:
+    """A plain assistant text reply.
+
+    ``truncated=True`` reports the turn as cut off (``max_tokens`` / ``length``).
+    """
+
+    text: str
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """One tool call. ``id`` is generated deterministically when omitted."""
+
+    name: str
+    input: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+
+    def arguments_json(self) -> str:
+        """The call's input as compact JSON (OpenAI ``arguments``)."""
+        return json.dumps(dict(self.input), separators=(",", ":"), ensure_ascii=False)
+
+
+class ToolCalls:
+    """A reply carrying one or more tool calls, optionally preceded by text."""
+
+    __slots__ = ("calls", "text")
+
+    def __init__(self, *calls: ToolUse, text: str | None = None) -> None:
+        if not calls:
+            raise ValueError("ToolCalls needs at least one ToolUse")
+        self.calls: tuple[ToolUse, ...] = calls
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"ToolCalls({', '.join(map(repr, self.calls))}, text={self.text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ToolCalls) and (self.calls, self.text) == (other.calls, other.text)
+
+    def __hash__(self) -> int:
+        return hash((self.calls, self.text))
+
+
+@dataclass(frozen=True)
+class ErrorReply:
+    """Base for HTTP error replies; subclasses fix the status and wording.
+
+    Each subclass names the error in both APIs: the Anthropic ``error.type``
+    and the OpenAI ``type`` / ``code``. ``message`` overrides the default text.
+    """
+
+    message: str | None = field(default=None, kw_only=True)
+
+    status: ClassVar[int] = 500
+    anthropic_type: ClassVar[str] = "api_error"
+    anthropic_message: ClassVar[str] = "Internal server error"
+    openai_status: ClassVar[int | None] = None
+    openai_type: ClassVar[str] = "server_error"
+    openai_code: ClassVar[str | None] = None
+    openai_message: ClassVar[str] = "The server had an error while processing your request. Sorry about that!"
+
+    def status_for(self, api: str) -> int:
+        """The HTTP status this error is sent with on ``api``."""
+        if api == "openai" and self.openai_status is not None:
+            return self.openai_status
+        return self.status
+
+    def headers(self) -> dict[str, str]:
+        """Extra response headers (e.g. ``retry-after``)."""
+        return {}
+
+
+@dataclass(frozen=True)
+class RateLimited(ErrorReply):
+    """429 with a ``retry-after`` header in seconds."""
+
+    retry_after: float = 1.0
+
+    status: ClassVar[int] = 429
+    anthropic_type: ClassVar[str] = "rate_limit_error"
+    anthropic_message: ClassVar[str] = "Number of request tokens has exceeded your per-minute rate limit"
+    openai_type: ClassVar[str] = "requests"
+    openai_code: ClassVar[str | None] = "rate_limit_exceeded"
+    openai_message: ClassVar[str] = "Rate limit reached for requests. Please try again later."
+
+    def headers(self) -> dict[str, str]:
+        seconds = self.retry_after
+        return {"retry-after": str(int(seconds)) if float(seconds).is_integer() else str(seconds)}
+
+
+@dataclass(frozen=True)
+class ServerError(ErrorReply):
+    """500 internal server error."""
+
+
+@dataclass(frozen=True)
+class Unavailable(ErrorReply):
+    """503 service unavailable."""
+
+    status: ClassVar[int] = 503
+    anthropic_type: ClassVar[str] = "api_error"
+    anthropic_message: ClassVar[str] = "Service unavailable"
+    openai_type: ClassVar[str] = "server_error"
+    openai_code: ClassVar[str | None] = "service_unavailable"
+    openai_message: ClassVar[str] = "The server is overloaded or not ready yet."
+
+
+@dataclass(frozen=True)
+class Overloaded(ErrorReply):
+    """Anthropic 529 ``overloaded_error``.
+
+    OpenAI has no 529; there it is sent as 503 with OpenAI's overload wording.
+    """
+
+    status: ClassVar[int] = 529
+    anthropic_type: ClassVar[str] = "overloaded_error"
+    anthropic_message: ClassVar[str] = "Overloaded"
+    openai_status: ClassVar[int | None] = 503
+    openai_type: ClassVar[str] = "server_error"
+    openai_code: ClassVar[str | None] = None
+    openai_message: ClassVar[str] = "The engine is currently overloaded, please try again later"
+
+
+@dataclass(frozen=True)
+class AuthFailed(ErrorReply):
+    """401 authentication error."""
+
+    status: ClassVar[int] = 401
+    anthropic_type: ClassVar[str] = "authentication_error"
+    anthropic_message: ClassVar[str] = "invalid x-api-key"
+    openai_type: ClassVar[str] = "invalid_request_error"
+    openai_code: ClassVar[str | None] = "invalid_api_key"
+    openai_message: ClassVar[str] = "Incorrect API key provided."
+
+
+@dataclass(frozen=True)
+class ContextTooLong(ErrorReply):
+    """400 context-length error in each API's real wording.
+
+    The token figure in the message is the request's counted prompt tokens;
+    ``limit`` defaults to one less than that (or the server's context limit).
+    """
+
+    limit: int | None = None
+
+    status: ClassVar[int] = 400
+    anthropic_type: ClassVar[str] = "invalid_request_error"
+    openai_type: ClassVar[str] = "invalid_request_error"
+    openai_code: ClassVar[str | None] = "context_length_exceeded"
+
+
+@dataclass(frozen=True)
+class InvalidRequest(ErrorReply):
+    """400 generic invalid request (also used for malformed requests)."""
+
+    status: ClassVar[int] = 400
+    anthropic_type: ClassVar[str] = "invalid_request_error"
+    anthropic_message: ClassVar[str] = "invalid request"
+    openai_type: ClassVar[str] = "invalid_request_error"
+    openai_message: ClassVar[str] = "invalid request"
+
+
+@dataclass(frozen=True)
+class Timeout:
+    """Hold the request open for ``seconds`` (capped at ``MAX_STALL_SECONDS``).
+
+    Use a shorter client timeout to provoke the SDK's timeout error. The hold
+    ends early when the client disconnects or the server is reset. A client
+    still waiting afterwards gets the default reply, so this also works as a
+    "slow reply".
+    """
+
+    seconds: float = 5.0
+
+    def bounded_seconds(self) -> float:
+        """The hold time after applying the safety cap."""
+        return max(0.0, min(self.seconds, MAX_STALL_SECONDS))
+
+
+SuccessReply: TypeAlias = Text | ToolUse | ToolCalls
+Reply: TypeAlias = Text | ToolUse | ToolCalls | ErrorReply | Timeout
+
+
+def as_calls(reply: ToolUse | ToolCalls) -> ToolCalls:
+    """Normalise a single :class:`ToolUse` into a :class:`ToolCalls`."""
+    return reply if isinstance(reply, ToolCalls) else ToolCalls(reply)

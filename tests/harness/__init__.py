@@ -1,0 +1,1 @@
+"""Tests of the test harness itself (the local protocol fakes)."""
