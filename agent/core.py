@@ -1,0 +1,162 @@
+"""The agent as the gateway sees it: sessions that take turns.
+
+:class:`Agent` holds what every session shares (the model routers, the tool
+registry, the memory store, settings). :meth:`Agent.open_session` gives an
+:class:`AgentSession` for one conversation: its frozen system prompt, its
+compressor (with its back-off state and previous summary), its cache-TTL
+advisor and its bound tools. The gateway keeps sessions while they are active
+and reopens them from storage after a restart, passing back the stored
+system-prompt snapshot so the cached prefix stays byte-identical.
+
+The agent knows nothing of platforms' libraries or of the database: the
+platform is a name, the search function and the home directory are passed in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from agent.caching import TtlAdvisor
+from agent.compressor import CompressionResult, ContextCompressor
+from agent.context_window import context_length
+from agent.identity import seed_soul
+from agent.loop import LoopSettings, ToolLoop, TurnObserver, TurnResult
+from agent.memory import MemoryStore
+from agent.messages import ChatMessage
+from agent.prompt import PromptInputs, SystemPrompt, build_system_prompt
+from agent.providers.router import ModelRouter
+from agent.summarizer import ModelSummarizer
+from agent.tokens import estimate_message
+from agent.tools import SearchFunction, ToolContext, ToolRegistry, default_registry
+from agent.usage import PriceTable
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentSettings:
+    home: Path
+    """The Switchboard home (SOUL.md, memories/)."""
+    context_length: int | None = None
+    """Override of the model's window; None: the built-in table."""
+    compression_enabled: bool = True
+    threshold: float = 0.50
+    target_ratio: float = 0.20
+    protect_last_n: int = 20
+    cache_ttl: Literal["5m", "1h", "auto"] = "auto"
+    max_tokens: int = 4096
+    max_iterations: int = 90
+    tool_timeout: float = 120.0
+    system_message: str | None = None
+    workdir: Path | None = None
+    platform_hints: Mapping[str, str] = field(default_factory=dict)
+
+
+class Agent:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        router: ModelRouter,
+        *,
+        summary_router: ModelRouter | None = None,
+        search: SearchFunction | None = None,
+        tools: ToolRegistry | None = None,
+        prices: PriceTable | None = None,
+    ) -> None:
+        self.settings = settings
+        self.router = router
+        self._summarizer = ModelSummarizer(summary_router or router)
+        self._search = search
+        self.tools = tools or default_registry(session_search=search is not None)
+        self.prices = prices or PriceTable()
+        self.memory = MemoryStore(settings.home / "memories")
+        self.window = context_length(router.primary.model, settings.context_length)
+        seed_soul(settings.home)
+
+    async def build_prompt(self, *, session_id: str, platform: str, started_at: dt.datetime) -> SystemPrompt:
+        """The frozen system prompt of a new session (reads a few small files off the event loop)."""
+        inputs = PromptInputs(
+            session_id=session_id,
+            started_at=started_at,
+            platform=platform,
+            home=self.settings.home,
+            tool_names=self.tools.names(),
+            system_message=self.settings.system_message,
+            memory=self.memory.snapshot() if "memory" in self.tools else None,
+            skills_dir=self.settings.home / "skills",
+            workdir=self.settings.workdir,
+            platform_hints=self.settings.platform_hints,
+        )
+        return await asyncio.to_thread(build_system_prompt, inputs)
+
+    def open_session(self, *, session_id: str, platform: str, user_times: Iterable[float] = ()) -> AgentSession:
+        """An agent session for one conversation; ``user_times`` are its stored user-message times."""
+        s = self.settings
+        compressor = ContextCompressor(
+            self.window.tokens,
+            threshold=s.threshold if s.compression_enabled else 1.0,
+            target_ratio=s.target_ratio,
+            protect_last_n=s.protect_last_n,
+            summarizer=self._summarizer,
+            estimate=estimate_message,
+        )
+        context = ToolContext(session_id=session_id, platform=platform, memory=self.memory, search=self._search)
+        loop = ToolLoop(
+            self.router,
+            compressor,
+            self.tools.bind(context),
+            estimate=estimate_message,
+            prices=self.prices,
+            settings=LoopSettings(max_iterations=s.max_iterations, tool_timeout=s.tool_timeout, max_tokens=s.max_tokens),
+        )
+        advisor = TtlAdvisor.from_timestamps(s.cache_ttl, user_times)
+        return AgentSession(session_id, loop, compressor, advisor, caching=self.router.primary.cache.enabled)
+
+
+class AgentSession:
+    """One conversation's agent state, kept across its turns."""
+
+    def __init__(
+        self, session_id: str, loop: ToolLoop, compressor: ContextCompressor, advisor: TtlAdvisor, *, caching: bool
+    ) -> None:
+        self.session_id = session_id
+        self.compressor = compressor
+        self._loop = loop
+        self._advisor = advisor
+        self._caching = caching
+        self._lock = asyncio.Lock()
+
+    async def run_turn(
+        self,
+        history: Sequence[ChatMessage],
+        *,
+        user_time: float,
+        observer: TurnObserver | None = None,
+        ephemeral: str | None = None,
+        known_prompt_tokens: int | None = None,
+    ) -> TurnResult:
+        """One turn on ``history`` (the frozen system prompt first, the new user message last)."""
+        async with self._lock:
+            self._advisor.observe(user_time)
+            ttl = self._advisor.choose(_new_share(history)) if self._caching else None
+            return await self._loop.run(
+                history,
+                ephemeral=ephemeral,
+                cache_ttl=ttl,
+                observer=observer,
+                known_prompt_tokens=known_prompt_tokens,
+            )
+
+    async def compact(self, history: Sequence[ChatMessage], *, focus: str | None = None) -> CompressionResult:
+        """Compact now (``/compress``, gateway hygiene), whatever the thresholds say."""
+        async with self._lock:
+            return await self.compressor.compress(list(history), focus=focus, force=True)
+
+
+def _new_share(history: Sequence[ChatMessage]) -> float:
+    """The share of the prompt that the last exchange adds (for the TTL choice)."""
+    total = sum(estimate_message(m) for m in history) or 1
+    return min(1.0, sum(estimate_message(m) for m in history[-2:]) / total)
