@@ -22,10 +22,18 @@ one turn costs about (in units of P times the plain input price)::
     1h:  f60 * (0.1 + 2.00 r) + (1 - f60) * 2.00 (1 + r)
 
 (a live entry is read at 0.1 and only the new tokens are written; an expired
-one is written whole). ``auto`` picks the cheaper one, estimating f5 and f60 from the session's
+one is written whole). ``auto`` estimates f5 and f60 from the session's
 observed gaps plus a prior that says chat users often answer after several
-minutes (so a new session starts on 1h). Users who mostly come back after more
-than an hour get 5m: an hour-long entry would expire anyway and cost more to write.
+minutes (so a new session starts on 1h).
+
+It also tells *warm* turns (the last write is still alive) from *cold* ones
+(it expired: the whole prefix is written again anyway) and may pick a
+different TTL for each: writing a whole prefix at 2.0 to keep it an hour only
+pays when 5-60 minute gaps are common. The pair (warm TTL, cold TTL) with the
+lowest expected cost per turn wins, where the share of warm turns follows from
+the gaps as a two-state chain (see :func:`chain_cost`). With the same TTL in
+both states this is the single-TTL cost above. Users who mostly come back after
+more than an hour get 5m: an hour-long entry would expire anyway and cost more.
 """
 
 from __future__ import annotations
@@ -62,7 +70,12 @@ def cache_policy(provider: str, model: str, base_url: str | None) -> CachePolicy
     return CachePolicy(False, False, "the endpoint caches automatically or not at all")
 
 
+TTL_SECONDS: dict[Ttl, float] = {"5m": 300.0, "1h": 3600.0}
+
+
 def marker(ttl: Ttl) -> dict[str, str]:
+    if ttl not in TTL_SECONDS:
+        raise ValueError(f"cache TTL must be '5m' or '1h', got {ttl!r}")
     return {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": "1h"}
 
 
@@ -116,6 +129,7 @@ class TtlAdvisor:
         self.configured = configured
         self._gaps: deque[float] = deque(maxlen=self.WINDOW)
         self._last_at: float | None = None
+        self._last_write: tuple[float, Ttl] | None = None
 
     @classmethod
     def from_timestamps(cls, configured: Literal["5m", "1h", "auto"], times: Iterable[float]) -> TtlAdvisor:
@@ -139,15 +153,44 @@ class TtlAdvisor:
         w = self.PRIOR_WEIGHT
         return (under5 + w * self.PRIOR_F5) / (n + w), (under60 + w * self.PRIOR_F60) / (n + w)
 
-    def choose(self, new_share: float = 0.1) -> Ttl:
-        """The TTL for the next call; ``new_share`` is r, the new tokens' share of the prompt."""
+    def record_write(self, at: float, ttl: Ttl) -> None:
+        """The session's cache was last written at ``at`` with ``ttl``."""
+        self._last_write = (at, ttl)
+
+    def is_cold(self, now: float) -> bool:
+        """Whether the last write has expired by ``now`` (a new session is cold)."""
+        if self._last_write is None:
+            return True
+        at, ttl = self._last_write
+        return now - at >= TTL_SECONDS[ttl]
+
+    def choose(self, new_share: float = 0.1, *, cold: bool = False) -> Ttl:
+        """The TTL for the next turn; ``new_share`` is r, the new tokens' share of the prompt,
+        ``cold`` says the cached prefix has expired (see :meth:`is_cold`)."""
         if self.configured != "auto":
             return self.configured
         f5, f60 = self.shares()
-        return "1h" if turn_cost("1h", f60, new_share) < turn_cost("5m", f5, new_share) else "5m"
+        pairs: list[tuple[Ttl, Ttl]] = [("5m", "5m"), ("1h", "1h"), ("1h", "5m"), ("5m", "1h")]
+        warm_ttl, cold_ttl = min(pairs, key=lambda pair: chain_cost(pair[0], pair[1], f5, f60, new_share))
+        return cold_ttl if cold else warm_ttl
 
 
 def turn_cost(ttl: Ttl, alive: float, new_share: float) -> float:
-    """Expected input cost of one turn per prefix token (see the module docstring)."""
+    """Expected input cost of one turn per prefix token with one TTL (see the module docstring)."""
     write = WRITE_PRICE[ttl]
     return alive * (READ_PRICE + write * new_share) + (1 - alive) * write * (1 + new_share)
+
+
+def chain_cost(warm_ttl: Ttl, cold_ttl: Ttl, f5: float, f60: float, new_share: float) -> float:
+    """Expected cost per turn (per prefix token) when warm turns write ``warm_ttl`` and cold ones ``cold_ttl``.
+
+    A warm turn reads the prefix and writes the new share; a cold turn writes everything. The next
+    turn is warm when its gap is shorter than the TTL just written, so the long-run share of warm
+    turns is that of a two-state chain. With equal TTLs this equals :func:`turn_cost`.
+    """
+    alive = {"5m": f5, "1h": f60}
+    stay, recover = alive[warm_ttl], alive[cold_ttl]
+    leave = (1 - stay) + recover
+    warm = recover / leave if leave > 0 else 1.0
+    warm_cost = READ_PRICE + WRITE_PRICE[warm_ttl] * new_share
+    return warm * warm_cost + (1 - warm) * WRITE_PRICE[cold_ttl] * (1 + new_share)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from agent.caching import TtlAdvisor
+from agent.caching import Ttl, TtlAdvisor
 from agent.compressor import CompressionResult, ContextCompressor
 from agent.context_window import context_length
 from agent.identity import seed_soul
@@ -140,8 +140,7 @@ class AgentSession:
     ) -> TurnResult:
         """One turn on ``history`` (the frozen system prompt first, the new user message last)."""
         async with self._lock:
-            self._advisor.observe(user_time)
-            ttl = self._advisor.choose(_new_share(history)) if self._caching else None
+            ttl = self._choose_ttl(history, user_time) if self._caching else None
             return await self._loop.run(
                 history,
                 ephemeral=ephemeral,
@@ -150,6 +149,14 @@ class AgentSession:
                 known_prompt_tokens=known_prompt_tokens,
             )
 
+    def _choose_ttl(self, history: Sequence[ChatMessage], user_time: float) -> Ttl:
+        advisor = self._advisor
+        cold = advisor.is_cold(user_time)
+        advisor.observe(user_time)
+        ttl = advisor.choose(_new_share(history), cold=cold)
+        advisor.record_write(user_time, ttl)
+        return ttl
+
     async def compact(self, history: Sequence[ChatMessage], *, focus: str | None = None) -> CompressionResult:
         """Compact now (``/compress``, gateway hygiene), whatever the thresholds say."""
         async with self._lock:
@@ -157,6 +164,8 @@ class AgentSession:
 
 
 def _new_share(history: Sequence[ChatMessage]) -> float:
-    """The share of the prompt that the last exchange adds (for the TTL choice)."""
-    total = sum(estimate_message(m) for m in history) or 1
-    return min(1.0, sum(estimate_message(m) for m in history[-2:]) / total)
+    """The share of the prompt added since the previous user message: the last turn's tool
+    traffic and reply, and the new message (for the TTL choice)."""
+    sizes = [estimate_message(m) for m in history]
+    previous_user = max((i for i, m in enumerate(history[:-1]) if m.role == "user"), default=0)
+    return min(1.0, sum(sizes[previous_user + 1 :]) / (sum(sizes) or 1))

@@ -83,7 +83,8 @@ class LoadedConfig:
 
     def secrets(self) -> list[str]:
         """Every configured secret value, for log redaction."""
-        values = (get_path(self.settings, path) for path in SECRET_PATHS)
+        values = [get_path(self.settings, path) for path in SECRET_PATHS]
+        values += [fallback.api_key for fallback in self.settings.model.fallbacks]
         return [value for value in values if isinstance(value, str) and value]
 
 
@@ -159,7 +160,19 @@ def _fill_secret_fallbacks(
         value = env.get(name)
         if value:
             settings = set_path(settings, path, value)
-    return settings
+    return _fill_fallback_keys(settings, env)
+
+
+def _fill_fallback_keys(settings: Settings, env: Mapping[str, str]) -> Settings:
+    """Fallback models without a key use the main key (same provider) or their provider's variable."""
+    main = settings.model
+    filled = []
+    for fallback in main.fallbacks:
+        if fallback.api_key is None:
+            key = main.api_key if fallback.provider == main.provider else env.get(MODEL_KEY_VARIABLES[fallback.provider])
+            fallback = fallback.model_copy(update={"api_key": key or None})
+        filled.append(fallback)
+    return set_path(settings, "model.fallbacks", filled)
 
 
 def get_path(model: BaseModel, dotted: str) -> Any:

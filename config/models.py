@@ -77,6 +77,45 @@ class ModelConfig(Section):
     """The most tokens one reply may have."""
     timeout: PositiveFloat = 120.0
     """Seconds one model request may take before it is retried."""
+    fallbacks: list[FallbackModel] = []
+    """Models tried in order when this one keeps failing (rate limits, outages, bad key)."""
+    prices: dict[str, ModelPrice] = {}
+    """Prices per model name (longest matching name wins), over the built-in table."""
+
+
+class AgentConfig(Section):
+    system_message: str | None = None
+    """Extra instructions added to every session's system prompt."""
+    workdir: str | None = None
+    """A project directory whose AGENTS.md / CLAUDE.md / .switchboard.md enter the prompt."""
+    max_iterations: Annotated[int, _between(1, 500)] = 90
+    """Model calls with tools allowed in one turn."""
+    tool_timeout: PositiveFloat = 120.0
+    """Seconds one tool call may run."""
+    platform_hints: dict[str, str] = {}
+    """Replace the built-in formatting hint for a platform (telegram, discord, slack, cli); "" removes it."""
+
+
+class FallbackModel(Section):
+    provider: Literal["anthropic", "openai"] = "anthropic"
+    """The API of this fallback model."""
+    name: str
+    """The model name."""
+    api_key: Secret = None
+    """Its key; unset means the main model's key when the provider is the same, else the provider's variable."""
+    base_url: str | None = None
+    """Its endpoint; unset means the provider's default."""
+
+
+class ModelPrice(Section):
+    input: Annotated[float, _at_least(0.0)]
+    """USD per million uncached input tokens."""
+    output: Annotated[float, _at_least(0.0)]
+    """USD per million output tokens."""
+    cache_read: Annotated[float, _at_least(0.0)] | None = None
+    """USD per million tokens read from cache (default: 10% of input)."""
+    cache_write: Annotated[float, _at_least(0.0)] | None = None
+    """USD per million tokens written to cache (default: 1.25x input for 5m, 2x for 1h)."""
 
 
 class AuxiliaryModel(Section):
@@ -207,6 +246,12 @@ class SessionsConfig(Section):
     """With reset: daily, the local hour at which sessions roll over."""
     group_per_user: bool = True
     """In groups, each user has their own session (threads stay shared)."""
+    busy: Literal["queue", "interrupt"] = "queue"
+    """A message sent while the bot is answering: queue (answered next, together) or interrupt."""
+    debounce_ms: Annotated[int, _between(0, 10000)] = 400
+    """Messages typed within this many milliseconds of each other become one turn."""
+    max_concurrent_turns: Annotated[int, _between(1, 1000)] = 16
+    """Sessions answered at the same time; more wait their turn."""
 
 
 class StorageConfig(Section):
@@ -247,6 +292,7 @@ class Settings(Section):
     """The whole configuration."""
 
     model: ModelConfig = ModelConfig()
+    agent: AgentConfig = AgentConfig()
     auxiliary: AuxiliaryConfig = AuxiliaryConfig()
     compression: CompressionConfig = CompressionConfig()
     platforms: PlatformsConfig = PlatformsConfig()

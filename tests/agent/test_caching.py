@@ -106,3 +106,38 @@ def test_cost_model_matches_the_documented_formula() -> None:
     assert turn_cost("5m", 1.0, 0.0) == 0.1
     assert turn_cost("1h", 0.0, 0.0) == 2.0
     assert turn_cost("5m", 0.5, 0.1) == 0.5 * (0.1 + 0.125) + 0.5 * 1.25 * 1.1
+
+
+def test_unknown_ttl_is_refused_rather_than_written_as_one_hour() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="'5m' or '1h'"):
+        apply_cache_markers([{"role": "user", "content": "x"}], ttl="auto")  # type: ignore[arg-type]
+
+
+def test_cold_start_and_expiry_are_tracked() -> None:
+    advisor = TtlAdvisor("auto")
+    assert advisor.is_cold(1000.0)
+    advisor.record_write(1000.0, "5m")
+    assert not advisor.is_cold(1200.0) and advisor.is_cold(1300.0)
+    advisor.record_write(2000.0, "1h")
+    assert not advisor.is_cold(5000.0) and advisor.is_cold(5600.0)
+
+
+def test_equal_ttls_reduce_the_chain_to_the_single_ttl_cost() -> None:
+    from agent.caching import chain_cost
+
+    for ttl, alive in (("5m", 0.4), ("1h", 0.8)):
+        f5, f60 = (alive, 0.9) if ttl == "5m" else (0.3, alive)
+        assert abs(chain_cost(ttl, ttl, f5, f60, 0.1) - turn_cost(ttl, alive, 0.1)) < 1e-12  # type: ignore[arg-type]
+
+
+def test_a_cold_turn_of_a_user_who_returns_after_hours_writes_five_minutes() -> None:
+    # Mostly multi-hour gaps with occasional quick follow-ups: keeping a rewritten prefix an hour
+    # rarely pays, so cold turns write 5m entries.
+    times, at = [], 0.0
+    for index in range(40):
+        at += 30.0 if index % 3 == 0 else 5 * 3600.0
+        times.append(at)
+    advisor = TtlAdvisor.from_timestamps("auto", times)
+    assert advisor.choose(0.1, cold=True) == "5m"

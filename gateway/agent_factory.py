@@ -1,0 +1,70 @@
+"""Building the agent from the configuration: providers, routers, settings.
+
+The model SDKs are imported here, when the gateway actually runs, never by
+commands that only read the configuration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.caching import cache_policy
+from agent.core import Agent, AgentSettings
+from agent.providers.base import Provider
+from agent.providers.router import ModelRouter, ModelTarget
+from agent.tools import SearchFunction
+from agent.usage import Price, PriceTable
+from config.loader import LoadedConfig
+
+
+def make_provider(kind: str, *, api_key: str | None, base_url: str | None, timeout: float) -> Provider:
+    # Each SDK takes seconds to import here: only the providers in use are loaded.
+    if kind == "anthropic":
+        from agent.providers.anthropic_messages import AnthropicProvider
+
+        return AnthropicProvider(api_key=api_key, base_url=base_url, timeout=timeout)
+    from agent.providers.openai_chat import OpenAIProvider
+
+    return OpenAIProvider(api_key=api_key, base_url=base_url, timeout=timeout)
+
+
+def _target(kind: str, name: str, api_key: str | None, base_url: str | None, timeout: float) -> ModelTarget:
+    provider = make_provider(kind, api_key=api_key, base_url=base_url, timeout=timeout)
+    return ModelTarget(provider, name, cache_policy(kind, name, base_url))
+
+
+def build_routers(loaded: LoadedConfig) -> tuple[ModelRouter, ModelRouter]:
+    """The main router (model, then its fallbacks) and the summary router (auxiliary model, then main)."""
+    m = loaded.settings.model
+    main = _target(m.provider, m.name, m.api_key, m.base_url, m.timeout)
+    fallbacks = [_target(f.provider, f.name, f.api_key, f.base_url, m.timeout) for f in m.fallbacks]
+    aux = loaded.settings.auxiliary.compression
+    if aux.model or aux.provider or aux.base_url:
+        kind = aux.provider or m.provider
+        summary_first = _target(kind, aux.model or m.name, aux.api_key or m.api_key, aux.base_url or m.base_url, m.timeout)
+        summary = ModelRouter([summary_first, main])
+    else:
+        summary = ModelRouter([main])
+    return ModelRouter([main, *fallbacks]), summary
+
+
+def build_agent(loaded: LoadedConfig, *, search: SearchFunction | None = None) -> Agent:
+    s = loaded.settings
+    router, summary_router = build_routers(loaded)
+    prices = PriceTable({name: Price(p.input, p.output, p.cache_read, p.cache_write) for name, p in s.model.prices.items()})
+    settings = AgentSettings(
+        home=loaded.home,
+        context_length=s.model.context_length,
+        compression_enabled=s.compression.enabled,
+        threshold=s.compression.threshold,
+        target_ratio=s.compression.target_ratio,
+        protect_last_n=s.compression.protect_last_n,
+        cache_ttl=s.model.cache_ttl,
+        max_tokens=s.model.max_tokens,
+        max_iterations=s.agent.max_iterations,
+        tool_timeout=s.agent.tool_timeout,
+        system_message=s.agent.system_message,
+        workdir=Path(s.agent.workdir).expanduser() if s.agent.workdir else None,
+        platform_hints=dict(s.agent.platform_hints),
+    )
+    return Agent(settings, router, summary_router=summary_router, search=search, prices=prices)
