@@ -57,6 +57,8 @@ class InboundMessage:
     """The message's id in its chat, for replies and references."""
     thread_id: str | None = None
     """Forum topic, Discord thread or Slack thread; None outside threads."""
+    server_id: str | None = None
+    """The Discord server (guild) or Slack team the chat belongs to; None where there is none."""
     user_name: str = ""
     attachments: tuple[Attachment, ...] = ()
     mentioned: bool = False

@@ -1,0 +1,47 @@
+"""Recognising chat commands: ``/help``, ``/new``, ``/stop``, ``/status``, ...
+
+A command is a message whose first word is ``/name`` or ``/name@botname``.
+Text that merely starts with a slash, like ``/usr/bin/ls``, is not a command,
+and ``/help@another_bot`` is addressed to another bot, not to us.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_COMMAND = re.compile(r"^/([A-Za-z][A-Za-z0-9_]{0,31})(?:@([A-Za-z0-9_]+))?(?=\s|$)(.*)$", re.DOTALL)
+
+ALIASES = {"reset": "new", "start": "help", "compact": "compress"}
+KNOWN = ("help", "new", "stop", "status", "usage", "compress", "whoami")
+
+HELP_TEXT = """\
+Commands:
+/new - start a fresh conversation (alias /reset)
+/stop - stop the reply I'm working on
+/status - this conversation: id, age, messages, tokens, cache use, model
+/usage - tokens and cost for this conversation and today
+/compress [focus] - summarise older messages now, optionally keeping a topic in focus
+/whoami - your ids and whether you can talk to me
+/help - this list"""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    """The canonical name (aliases resolved), lower-case."""
+    args: str
+
+
+def parse_command(text: str, *, bot_username: str | None = None) -> Command | None:
+    """The command in ``text``, or None when it is ordinary text or a command for another bot."""
+    match = _COMMAND.match(text.strip())
+    if match is None:
+        return None
+    name, addressee, rest = match.group(1).lower(), match.group(2), match.group(3)
+    if addressee and bot_username and addressee.lower() != bot_username.lower().lstrip("@"):
+        return None
+    name = ALIASES.get(name, name)
+    if name not in KNOWN:
+        return None
+    return Command(name=name, args=rest.strip())

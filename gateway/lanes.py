@@ -1,0 +1,139 @@
+"""Lanes: one queue per session, so a session's messages are handled strictly in order.
+
+Sessions run concurrently, up to a limit of simultaneous turns. Within a lane:
+
+* messages typed within the debounce window become one turn;
+* a message arriving while the session's turn runs waits and is coalesced into
+  the next turn (``busy: queue``), or cancels the running turn so the next one
+  starts at once with everything pending (``busy: interrupt``);
+* ``stop()`` cancels the running turn (``/stop``).
+
+An idle lane is dropped as soon as its queue is empty, so the lane map never
+grows with the number of sessions ever seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Generic, Literal, TypeVar
+
+import structlog
+
+from gateway.tasks import TaskTracker
+
+log = structlog.get_logger("gateway.lanes")
+
+T = TypeVar("T")
+BusyMode = Literal["queue", "interrupt"]
+RunTurn = Callable[[str, list[T]], Awaitable[None]]
+
+
+@dataclass
+class _Lane(Generic[T]):
+    key: str
+    pending: list[T] = field(default_factory=list)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    worker: asyncio.Task[None] | None = None
+    turn: asyncio.Task[None] | None = None
+    queued_at: float = 0.0
+
+
+class Lanes(Generic[T]):
+    def __init__(
+        self,
+        run_turn: RunTurn[T],
+        tracker: TaskTracker,
+        *,
+        max_concurrent: int = 8,
+        debounce: float = 0.0,
+        max_debounce: float = 3.0,
+        busy: BusyMode = "queue",
+    ) -> None:
+        self._run_turn = run_turn
+        self._tracker = tracker
+        self._slots = asyncio.Semaphore(max_concurrent)
+        self._debounce = debounce
+        self._max_debounce = max_debounce
+        self._busy = busy
+        self._lanes: dict[str, _Lane[T]] = {}
+        self.wait_seconds: list[float] = []
+        """Time each batch waited for a turn slot (read and cleared by metrics)."""
+
+    def __len__(self) -> int:
+        return len(self._lanes)
+
+    def queued(self) -> int:
+        return sum(len(lane.pending) for lane in self._lanes.values())
+
+    def running(self) -> int:
+        return sum(1 for lane in self._lanes.values() if lane.turn is not None and not lane.turn.done())
+
+    def is_busy(self, key: str) -> bool:
+        lane = self._lanes.get(key)
+        return lane is not None and lane.turn is not None and not lane.turn.done()
+
+    def submit(self, key: str, item: T) -> None:
+        """Queue ``item`` on its session's lane; the lane's worker runs it in order."""
+        lane = self._lanes.get(key)
+        if lane is None:
+            lane = self._lanes[key] = _Lane(key=key, queued_at=time.monotonic())
+        lane.pending.append(item)
+        lane.arrived.set()
+        if lane.worker is None:
+            lane.worker = self._tracker.spawn(self._work(lane), name=f"lane:{key}")
+        elif self._busy == "interrupt" and lane.turn is not None and not lane.turn.done():
+            log.info("lane.interrupt", session_key=key, pending=len(lane.pending))
+            lane.turn.cancel()
+
+    def stop(self, key: str) -> bool:
+        """Cancel the running turn of ``key``. True if one was running."""
+        lane = self._lanes.get(key)
+        if lane is None or lane.turn is None or lane.turn.done():
+            return False
+        lane.turn.cancel()
+        return True
+
+    async def _work(self, lane: _Lane[T]) -> None:
+        try:
+            while lane.pending:
+                await self._settle(lane)
+                batch, lane.pending = lane.pending, []
+                lane.arrived.clear()
+                waited_from = time.monotonic()
+                async with self._slots:
+                    self.wait_seconds.append(time.monotonic() - waited_from)
+                    lane.turn = asyncio.create_task(self._run_turn(lane.key, batch), name=f"turn:{lane.key}")
+                    try:
+                        await asyncio.shield(lane.turn)
+                    except asyncio.CancelledError:
+                        if not lane.turn.cancelled():
+                            # The lane worker itself is being cancelled (shutdown): stop the turn too.
+                            lane.turn.cancel()
+                            await asyncio.gather(lane.turn, return_exceptions=True)
+                            raise
+                    except Exception as error:  # noqa: BLE001 - one failed turn must not stop the lane
+                        log.error("lane.turn_failed", session_key=lane.key, error=str(error), exc_info=error)
+                    finally:
+                        lane.turn = None
+        finally:
+            lane.worker = None
+            if not lane.pending and self._lanes.get(lane.key) is lane:
+                del self._lanes[lane.key]
+
+    async def _settle(self, lane: _Lane[T]) -> None:
+        """Wait until no new message arrived for ``debounce`` seconds (at most ``max_debounce``)."""
+        if self._debounce <= 0:
+            return
+        deadline = time.monotonic() + self._max_debounce
+        while True:
+            lane.arrived.clear()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            try:
+                await asyncio.wait_for(lane.arrived.wait(), timeout=min(self._debounce, remaining))
+            except TimeoutError:
+                return

@@ -1,0 +1,57 @@
+"""Which session a message belongs to.
+
+A session is one conversation with the agent. Its routing key comes from the
+platform, the chat type, the chat, the thread, and, in groups when
+``sessions.group_per_user`` is on, the user:
+
+=============================  ==========================================
+message                        key
+=============================  ==========================================
+Telegram DM                    ``telegram:dm:<chat>``
+Telegram group, per user       ``telegram:group:<chat>:user:<user>``
+Telegram forum topic           ``telegram:group:<chat>:thread:<topic>``
+Discord thread                 ``discord:group:<channel>:thread:<thread>``
+Slack thread                   ``slack:channel:<channel>:thread:<ts>``
+=============================  ==========================================
+
+Threads and topics are shared by everyone in them (a thread is one
+conversation); outside threads each user in a group gets their own session,
+so one person's context never leaks into another's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.events import ChatType, InboundMessage
+
+
+@dataclass(frozen=True, slots=True)
+class SessionKey:
+    platform: str
+    chat_type: ChatType
+    chat_id: str
+    thread_id: str | None = None
+    user_id: str | None = None
+    """Set only for per-user sessions in groups."""
+
+    def __str__(self) -> str:
+        parts = [self.platform, self.chat_type.value, self.chat_id]
+        if self.thread_id is not None:
+            parts += ["thread", self.thread_id]
+        if self.user_id is not None:
+            parts += ["user", self.user_id]
+        return ":".join(parts)
+
+
+def session_key_for(message: InboundMessage, *, group_per_user: bool = True) -> SessionKey:
+    per_user = (
+        group_per_user and message.chat_type is not ChatType.DM and message.thread_id is None
+    )
+    return SessionKey(
+        platform=message.platform,
+        chat_type=message.chat_type,
+        chat_id=message.chat_id,
+        thread_id=message.thread_id,
+        user_id=message.user_id if per_user else None,
+    )

@@ -1,0 +1,125 @@
+"""Lanes: strict order per session, concurrency across sessions, coalescing, interrupt and stop."""
+
+from __future__ import annotations
+
+import asyncio
+
+from gateway.lanes import Lanes
+from gateway.tasks import TaskTracker
+
+
+class Turns:
+    """Records each turn's batch; a turn blocks until released when ``hold`` is set."""
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[str, list[str]]] = []
+        self.running: set[str] = set()
+        self.max_parallel = 0
+        self.hold = asyncio.Event()
+        self.hold.set()
+        self.started = asyncio.Event()
+        self.cancelled: list[list[str]] = []
+
+    async def __call__(self, key: str, batch: list[str]) -> None:
+        self.running.add(key)
+        self.max_parallel = max(self.max_parallel, len(self.running))
+        self.started.set()
+        try:
+            await self.hold.wait()
+            await asyncio.sleep(0)
+            self.batches.append((key, batch))
+        except asyncio.CancelledError:
+            self.cancelled.append(batch)
+            raise
+        finally:
+            self.running.discard(key)
+
+
+async def settle(tracker: TaskTracker) -> None:
+    await tracker.drain(timeout=5)
+
+
+async def test_messages_of_a_session_run_in_order_and_sessions_in_parallel() -> None:
+    tracker, turns = TaskTracker(), Turns()
+    lanes: Lanes[str] = Lanes(turns, tracker, max_concurrent=3)
+    turns.hold.clear()
+    for session in ("a", "b", "c", "d"):
+        lanes.submit(session, f"{session}1")
+    await asyncio.sleep(0.05)
+    assert turns.max_parallel == 3  # the concurrency limit holds
+    for session in ("a", "b"):
+        lanes.submit(session, f"{session}2")
+    turns.hold.set()
+    await settle(tracker)
+    per_session = {k: [m for key, batch in turns.batches if key == k for m in batch] for k in "abcd"}
+    assert per_session == {"a": ["a1", "a2"], "b": ["b1", "b2"], "c": ["c1"], "d": ["d1"]}
+    assert len(lanes) == 0  # idle lanes are dropped
+
+
+async def test_messages_arriving_during_a_turn_coalesce_into_the_next() -> None:
+    tracker, turns = TaskTracker(), Turns()
+    lanes: Lanes[str] = Lanes(turns, tracker, busy="queue")
+    turns.hold.clear()
+    lanes.submit("s", "first")
+    await turns.started.wait()
+    for text in ("second", "third", "fourth"):
+        lanes.submit("s", text)
+    assert lanes.is_busy("s") and lanes.queued() == 3
+    turns.hold.set()
+    await settle(tracker)
+    assert turns.batches == [("s", ["first"]), ("s", ["second", "third", "fourth"])]
+
+
+async def test_rapid_messages_within_the_debounce_window_are_one_turn() -> None:
+    tracker, turns = TaskTracker(), Turns()
+    lanes: Lanes[str] = Lanes(turns, tracker, debounce=0.1)
+    for text in ("one", "two", "three"):
+        lanes.submit("s", text)
+        await asyncio.sleep(0.02)
+    await settle(tracker)
+    assert turns.batches == [("s", ["one", "two", "three"])]
+
+
+async def test_interrupt_mode_cancels_the_running_turn() -> None:
+    tracker, turns = TaskTracker(), Turns()
+    lanes: Lanes[str] = Lanes(turns, tracker, busy="interrupt")
+    turns.hold.clear()
+    lanes.submit("s", "long task")
+    await turns.started.wait()
+    lanes.submit("s", "actually, do this")
+    await asyncio.sleep(0)
+    turns.hold.set()
+    await settle(tracker)
+    assert turns.cancelled == [["long task"]]
+    assert turns.batches == [("s", ["actually, do this"])]
+
+
+async def test_stop_cancels_only_that_session() -> None:
+    tracker, turns = TaskTracker(), Turns()
+    lanes: Lanes[str] = Lanes(turns, tracker)
+    turns.hold.clear()
+    lanes.submit("s", "x")
+    lanes.submit("t", "y")
+    await asyncio.sleep(0.02)
+    assert lanes.stop("s") is True
+    assert lanes.stop("nothing-running") is False
+    turns.hold.set()
+    await settle(tracker)
+    assert turns.cancelled == [["x"]] and turns.batches == [("t", ["y"])]
+
+
+async def test_a_failing_turn_does_not_stop_the_lane() -> None:
+    tracker = TaskTracker()
+    seen: list[list[str]] = []
+
+    async def flaky(key: str, batch: list[str]) -> None:
+        seen.append(batch)
+        if batch == ["boom"]:
+            raise RuntimeError("turn failed")
+
+    lanes: Lanes[str] = Lanes(flaky, tracker)
+    lanes.submit("s", "boom")
+    await asyncio.sleep(0)
+    lanes.submit("s", "after")
+    await settle(tracker)
+    assert seen == [["boom"], ["after"]]
