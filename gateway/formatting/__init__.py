@@ -1,0 +1,76 @@
+"""Formatting replies for chat platforms: Markdown in, fitting chunks of each platform's markup out.
+
+Usage::
+
+    from gateway.formatting import render
+
+    for chunk in render(reply, Markup.TELEGRAM_HTML, max_length=4096, length_unit="utf16"):
+        try:
+            await send(chunk.text, parse_mode="HTML")
+        except MarkupRejected:
+            log.warning("delivery.markup_rejected", ...)
+            await send(chunk.plain)
+
+The model's Markdown is parsed once (:mod:`.markdown`), flattened into pieces
+(:mod:`.layout`) and cut into chunks (:mod:`.chunking`) measured in the
+dialect's own spelling (:mod:`.telegram_html`, :mod:`.discord_md`,
+:mod:`.slack_mrkdwn`, :class:`.dialect.PlainText`). Pure text processing: no
+platform library is imported here.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from gateway.events import Markup
+from gateway.formatting.chunking import MIN_LENGTH, Chunk, split
+from gateway.formatting.dialect import Dialect, PlainText
+from gateway.formatting.discord_md import DiscordMarkdown
+from gateway.formatting.layout import lower
+from gateway.formatting.lengths import LengthUnit, measure
+from gateway.formatting.markdown import parse
+from gateway.formatting.slack_mrkdwn import DEFAULT_MAX_LENGTH as SLACK_MAX_LENGTH
+from gateway.formatting.slack_mrkdwn import SlackMrkdwn
+from gateway.formatting.telegram_html import TelegramHTML
+
+__all__ = ["DEFAULT_LIMITS", "MIN_LENGTH", "Chunk", "LengthUnit", "dialect_for", "measure", "render"]
+
+DEFAULT_LIMITS: Final[dict[Markup, tuple[int, LengthUnit]]] = {
+    Markup.TELEGRAM_HTML: (4096, "utf16"),
+    Markup.DISCORD_MARKDOWN: (2000, "chars"),
+    Markup.SLACK_MRKDWN: (SLACK_MAX_LENGTH, "chars"),
+    Markup.PLAIN: (4096, "chars"),
+}
+"""Per-message limits and how they are counted, for adapters that do not know better."""
+
+_DIALECTS: Final[dict[Markup, Dialect]] = {
+    Markup.PLAIN: PlainText(),
+    Markup.TELEGRAM_HTML: TelegramHTML(),
+    Markup.DISCORD_MARKDOWN: DiscordMarkdown(),
+    Markup.SLACK_MRKDWN: SlackMrkdwn(),
+}
+_PLAIN: Final = _DIALECTS[Markup.PLAIN]
+
+
+def dialect_for(markup: Markup) -> Dialect:
+    """The dialect object that writes ``markup``."""
+    return _DIALECTS[Markup(markup)]
+
+
+def render(markdown_text: str, markup: Markup, *, max_length: int, length_unit: str) -> list[Chunk]:
+    """Convert model Markdown into chunks of ``markup`` that each fit ``max_length``.
+
+    ``length_unit`` is ``"utf16"`` (Telegram counts UTF-16 code units) or ``"chars"``.
+    Both ``Chunk.text`` and ``Chunk.plain`` of every chunk fit the limit, measured on
+    what is sent, tags and escapes included (stricter than Telegram, which counts the
+    text left after parsing). Cuts fall on
+    a blank line, then a line break, then a space, and only then inside a word;
+    formatting and code fences open at a cut are closed and reopened. Nothing is
+    dropped except whitespace at the cuts. Empty or blank input gives no chunks.
+
+    Raises ``ValueError`` for a limit below :data:`MIN_LENGTH` or an unknown unit.
+    """
+    measure("", length_unit)  # rejects an unknown unit before any work
+    dialect = dialect_for(markup)
+    pieces = lower(parse(markdown_text), bullets=dialect.bullets)
+    return split(pieces, dialect, _PLAIN, limit=max_length, unit=length_unit)
