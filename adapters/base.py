@@ -62,6 +62,41 @@ class AdapterError(Exception):
     """An adapter could not do what was asked; the message says what to do about it."""
 
 
+class DeliveryError(AdapterError):
+    """Sending failed. Adapters translate their platform's errors into these subclasses.
+
+    ::
+
+        DeliveryError
+        ├── RateLimited            the platform asked us to wait ``retry_after`` seconds
+        ├── MarkupRejected         the platform refused the formatting; plain text may pass
+        ├── RecipientUnavailable   blocked, kicked, chat gone: retrying will not help
+        └── TransientDeliveryError a network or server hiccup: try again shortly
+    """
+
+    retryable = False
+
+
+class RateLimited(DeliveryError):
+    retryable = True
+
+    def __init__(self, retry_after: float, message: str = "") -> None:
+        super().__init__(message or f"rate limited: retry after {retry_after:g} s")
+        self.retry_after = retry_after
+
+
+class MarkupRejected(DeliveryError):
+    pass
+
+
+class RecipientUnavailable(DeliveryError):
+    pass
+
+
+class TransientDeliveryError(DeliveryError):
+    retryable = True
+
+
 class Adapter(abc.ABC):
     """One platform connection. Subclasses set ``platform`` and ``capabilities``."""
 

@@ -68,13 +68,20 @@ class Agent:
     ) -> None:
         self.settings = settings
         self.router = router
-        self._summarizer = ModelSummarizer(summary_router or router)
+        self._summary_router = summary_router or router
+        self._summarizer = ModelSummarizer(self._summary_router)
         self._search = search
         self.tools = tools or default_registry(session_search=search is not None)
         self.prices = prices or PriceTable()
         self.memory = MemoryStore(settings.home / "memories")
         self.window = context_length(router.primary.model, settings.context_length)
         seed_soul(settings.home)
+
+    async def aclose(self) -> None:
+        """Close every provider's HTTP client."""
+        providers = {id(t.provider): t.provider for r in (self.router, self._summary_router) for t in r.targets}
+        for provider in providers.values():
+            await provider.aclose()
 
     async def build_prompt(self, *, session_id: str, platform: str, started_at: dt.datetime) -> SystemPrompt:
         """The frozen system prompt of a new session (reads a few small files off the event loop)."""

@@ -1,43 +1,107 @@
-"""The gateway process: adapters in, storage underneath, a health endpoint beside.
+"""The gateway process: adapters in, storage underneath, the agent behind, /health beside.
 
-:class:`Gateway` owns the running parts and the order in which they start and
-stop. Shutdown follows one sequence: stop intake on every adapter, let running
-work finish within the drain timeout, close adapters, stop /health, close
-storage.
+:class:`Gateway` wires the parts together and owns the order in which they
+start and stop.
+
+Start: build the agent; remember the inbox events a previous run left
+unfinished; start the adapters (one failing never stops the others); send
+what the outbox still holds; queue the unfinished events in arrival order;
+then let new messages through.
+
+Stop: stop intake on every adapter; let running turns finish within the
+drain timeout (what does not finish is resumed on the next start); flush the
+outbox; close adapters, /health and storage.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import structlog
 
 from adapters.base import Adapter, AdapterState
+from agent.core import Agent
 from config.loader import LoadedConfig
+from gateway.access import AccessControl, AccessPolicy
+from gateway.command_handlers import CommandHandlers
+from gateway.conversations import Conversations
+from gateway.delivery import Delivery
 from gateway.events import InboundMessage
 from gateway.health import HealthServer
+from gateway.intake import Intake
+from gateway.lanes import Lanes
+from gateway.metrics import Metrics
+from gateway.pairing import Pairing
 from gateway.tasks import TaskTracker
+from gateway.turns import TurnRunner
 from gateway.version import version
-
-if TYPE_CHECKING:
-    from storage import Store
+from storage import Store
 
 log = structlog.get_logger("gateway")
 
 
 class Gateway:
-    def __init__(self, loaded: LoadedConfig, store: Store, adapters: Sequence[Adapter]) -> None:
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        store: Store,
+        adapters: Sequence[Adapter],
+        agent: Agent,
+        *,
+        extra_access: Mapping[str, AccessPolicy] | None = None,
+    ) -> None:
+        settings = loaded.settings
         self._loaded = loaded
         self._store = store
         self._adapters = list(adapters)
+        self._by_platform = {adapter.platform: adapter for adapter in self._adapters}
+        self._agent = agent
         self._tasks = TaskTracker()
-        self._health = HealthServer(self.snapshot, loaded.settings.health.host, loaded.settings.health.port)
+        self.metrics = Metrics()
+        self._health = HealthServer(self.snapshot, settings.health.host, settings.health.port, metrics=self.metrics)
         self._started_at = time.monotonic()
         self._stopping = False
-        self._inbound = 0
+        self.delivery = Delivery(store, self._by_platform, self.metrics)
+        self.conversations = Conversations(store, agent, settings.sessions)
+        runner = TurnRunner(
+            store=store,
+            conversations=self.conversations,
+            delivery=self.delivery,
+            adapters=self._by_platform,
+            metrics=self.metrics,
+            compression=settings.compression,
+            context_length=agent.window.tokens,
+            group_per_user=settings.sessions.group_per_user,
+        )
+        self.lanes: Lanes[InboundMessage] = Lanes(
+            runner.run,
+            self._tasks,
+            max_concurrent=settings.sessions.max_concurrent_turns,
+            debounce=settings.sessions.debounce_ms / 1000,
+            busy=settings.sessions.busy,
+            on_cancelled=self._turn_stopped,
+        )
+        access = access_from_config(loaded)
+        access.policies.update(extra_access or {})
+        pairing = Pairing(store)
+        commands = CommandHandlers(
+            store=store, conversations=self.conversations, lanes=self.lanes, delivery=self.delivery,
+            access=access, pairing=pairing,
+        )  # fmt: skip
+        self.intake = Intake(
+            store=store, access=access, pairing=pairing, lanes=self.lanes, commands=commands, delivery=self.delivery,
+            tracker=self._tasks, metrics=self.metrics, group_per_user=settings.sessions.group_per_user,
+            bot_username=self._bot_username,
+        )  # fmt: skip
+
+    async def _turn_stopped(self, lane: str, batch: list[InboundMessage]) -> None:
+        """A turn stopped by the user (or interrupted by a newer message) counts as answered."""
+        for message in batch:
+            await self._store.inbox_mark_done(message.platform, message.event_id)
+        log.info("turn.stopped", session_key=lane, messages=len(batch))
 
     @property
     def health_url(self) -> str | None:
@@ -48,13 +112,20 @@ class Gateway:
         return list(self._adapters)
 
     async def start(self) -> int:
-        """Start every adapter (one failing never stops the others) and /health. Returns how many run."""
+        """Start everything; returns how many adapters run."""
         await self._health.start()
+        unfinished = await self._store.inbox_unfinished()
         running = 0
         for adapter in self._adapters:
             if await self._start_adapter(adapter):
                 running += 1
-        log.info("gateway.started", version=version(), adapters=running, of=len(self._adapters))
+        await self.delivery.resume()
+        await self.intake.replay(unfinished)
+        self.intake.open()
+        log.info(
+            "gateway.started", version=version(), adapters=running, of=len(self._adapters),
+            model=self._agent.router.primary.model, context=self._agent.window.tokens, replayed=len(unfinished),
+        )  # fmt: skip
         return running
 
     async def _start_adapter(self, adapter: Adapter) -> bool:
@@ -66,17 +137,9 @@ class Gateway:
         log.info("adapter.started", platform=adapter.platform, detail=adapter.status().detail)
         return True
 
-    async def intake(self, message: InboundMessage) -> None:
-        """Accept one inbound message from an adapter."""
-        self._inbound += 1
-        log.info(
-            "inbound.accepted",
-            platform=message.platform,
-            chat=message.chat_id,
-            user=message.user_id,
-            event_id=message.event_id,
-            chars=len(message.text),
-        )
+    def _bot_username(self, platform: str) -> str | None:
+        adapter = self._by_platform.get(platform)
+        return getattr(adapter, "bot_username", None)
 
     async def snapshot(self) -> dict[str, Any]:
         """The /health body."""
@@ -91,8 +154,8 @@ class Gateway:
             "uptime_s": round(time.monotonic() - self._started_at, 1),
             "adapters": adapters,
             "database": {"ok": database_ok},
-            "inbound_total": self._inbound,
-            "tasks_running": len(self._tasks),
+            "queue_depth": self.lanes.queued(),
+            "turns_running": self.lanes.running(),
         }
 
     async def _database_ok(self) -> bool:
@@ -102,27 +165,51 @@ class Gateway:
             return False
 
     async def shutdown(self) -> None:
-        """Stop intake, drain running work, close adapters, /health and storage, in that order."""
+        """Stop intake, drain running turns, flush the outbox, close adapters, /health and storage."""
         if self._stopping:
             return
         self._stopping = True
         drain_timeout = self._loaded.settings.gateway.drain_timeout
-        log.info("shutdown.begin", tasks_running=len(self._tasks), drain_timeout=drain_timeout)
+        log.info("shutdown.begin", turns_running=self.lanes.running(), queued=self.lanes.queued(),
+                 drain_timeout=drain_timeout)  # fmt: skip
         for adapter in self._adapters:
             await self._quietly(adapter.stop_intake(), "adapter.stop_intake_failed", adapter.platform)
         drained = await self._tasks.drain(drain_timeout)
         if drained.cancelled:
-            log.warning("shutdown.drain_timeout", finished=drained.finished, cancelled=drained.cancelled)
+            log.warning("shutdown.drain_timeout", finished=drained.finished, cancelled=drained.cancelled,
+                        hint="unfinished turns resume on the next start")  # fmt: skip
+        await self._quietly(self.delivery.resume(), "shutdown.flush_failed", "all")
         for adapter in self._adapters:
             await self._quietly(adapter.close(), "adapter.close_failed", adapter.platform)
         await self._health.stop()
+        await self._agent.aclose()
         await self._store.close()
-        log.info("storage.closed", path=str(self._loaded.db_path))
         log.info("shutdown.done", finished=drained.finished, cancelled=drained.cancelled)
 
     @staticmethod
     async def _quietly(step: Any, event: str, platform: str) -> None:
         try:
             await step
-        except Exception as error:  # noqa: BLE001 - shutdown continues past a failing adapter
+        except Exception as error:  # noqa: BLE001 - shutdown continues past a failing part
             log.error(event, platform=platform, error=str(error), exc_info=error)
+
+
+def access_from_config(loaded: LoadedConfig) -> AccessControl:
+    p = loaded.settings.platforms
+    return AccessControl(
+        {
+            "telegram": AccessPolicy(
+                allowed_users=frozenset(p.telegram.allowed_users), allow_all=p.telegram.allow_all,
+                require_mention=p.telegram.require_mention, allowed_chats=frozenset(p.telegram.allowed_chats),
+            ),
+            "discord": AccessPolicy(
+                allowed_users=frozenset(p.discord.allowed_users), allow_all=p.discord.allow_all,
+                require_mention=p.discord.require_mention, allowed_chats=frozenset(p.discord.allowed_channels),
+                allowed_servers=frozenset(p.discord.allowed_guilds),
+            ),
+            "slack": AccessPolicy(
+                allowed_users=frozenset(p.slack.allowed_users), allow_all=p.slack.allow_all,
+                require_mention=True, allowed_chats=frozenset(p.slack.allowed_channels),
+            ),
+        }  # fmt: skip
+    )

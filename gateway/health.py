@@ -1,7 +1,7 @@
-"""The HTTP health endpoint: ``GET /health`` answers with the gateway's state as JSON.
+"""The HTTP endpoints for operators: ``GET /health`` (JSON) and ``GET /metrics`` (Prometheus).
 
-200 while every started adapter runs and the database answers; 503 otherwise,
-so Docker's HEALTHCHECK and load balancers can act on it.
+/health answers 200 while every started adapter runs and the database
+answers, 503 otherwise, so Docker's HEALTHCHECK and load balancers can act on it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from gateway.metrics import CONTENT_TYPE, Metrics
+
 log = structlog.get_logger("gateway.health")
 
 Snapshot = Callable[[], Awaitable[dict[str, Any]]]
@@ -21,8 +23,9 @@ Snapshot = Callable[[], Awaitable[dict[str, Any]]]
 class HealthServer:
     """A tiny aiohttp server; ``snapshot`` builds the JSON body on every request."""
 
-    def __init__(self, snapshot: Snapshot, host: str, port: int) -> None:
+    def __init__(self, snapshot: Snapshot, host: str, port: int, *, metrics: Metrics | None = None) -> None:
         self._snapshot = snapshot
+        self._metrics = metrics
         self._host = host
         self._port = port
         self._runner: web.AppRunner | None = None
@@ -31,6 +34,8 @@ class HealthServer:
     async def start(self) -> str:
         app = web.Application()
         app.router.add_get("/health", self._handle)
+        if self._metrics is not None:
+            app.router.add_get("/metrics", self._metrics_page)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port)
@@ -44,6 +49,10 @@ class HealthServer:
         body = await self._snapshot()
         status = 200 if body.get("status") == "ok" else 503
         return web.Response(status=status, text=json.dumps(body), content_type="application/json")
+
+    async def _metrics_page(self, _: web.Request) -> web.Response:
+        assert self._metrics is not None
+        return web.Response(body=self._metrics.render(), headers={"Content-Type": CONTENT_TYPE})
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -29,6 +29,7 @@ log = structlog.get_logger("gateway.lanes")
 T = TypeVar("T")
 BusyMode = Literal["queue", "interrupt"]
 RunTurn = Callable[[str, list[T]], Awaitable[None]]
+OnCancelled = Callable[[str, list[T]], Awaitable[None]]
 
 
 @dataclass
@@ -51,8 +52,10 @@ class Lanes(Generic[T]):
         debounce: float = 0.0,
         max_debounce: float = 3.0,
         busy: BusyMode = "queue",
+        on_cancelled: OnCancelled[T] | None = None,
     ) -> None:
         self._run_turn = run_turn
+        self._on_cancelled = on_cancelled
         self._tracker = tracker
         self._slots = asyncio.Semaphore(max_concurrent)
         self._debounce = debounce
@@ -110,10 +113,14 @@ class Lanes(Generic[T]):
                         await asyncio.shield(lane.turn)
                     except asyncio.CancelledError:
                         if not lane.turn.cancelled():
-                            # The lane worker itself is being cancelled (shutdown): stop the turn too.
+                            # The lane worker itself is being cancelled (shutdown): stop the turn too,
+                            # and leave its messages unfinished so the next start resumes them.
                             lane.turn.cancel()
                             await asyncio.gather(lane.turn, return_exceptions=True)
                             raise
+                        # Stopped on purpose (/stop, or interrupted by a newer message).
+                        if self._on_cancelled is not None:
+                            await self._on_cancelled(lane.key, batch)
                     except Exception as error:  # noqa: BLE001 - one failed turn must not stop the lane
                         log.error("lane.turn_failed", session_key=lane.key, error=str(error), exc_info=error)
                     finally:

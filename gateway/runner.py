@@ -10,14 +10,17 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import structlog
 
 from adapters.base import Adapter, AdapterError
 from config.loader import LoadedConfig
 from config.plan import build_plan
+from gateway.access import AccessPolicy
 from gateway.adapter_loader import load_adapters
+from gateway.agent_factory import build_agent
 from gateway.app import Gateway
 from storage import Store
 
@@ -35,8 +38,16 @@ def report_blockers(blockers: Sequence[str]) -> None:
         log.error("run.blocked", reason=line)
 
 
-async def run_gateway(loaded: LoadedConfig, extra_adapters: Sequence[Adapter] = ()) -> int:
-    """Run until SIGINT/SIGTERM; returns the process exit status."""
+async def run_gateway(
+    loaded: LoadedConfig,
+    extra_adapters: Sequence[Adapter] = (),
+    extra_access: Mapping[str, AccessPolicy] | None = None,
+) -> int:
+    """Run until SIGINT/SIGTERM; returns the process exit status.
+
+    ``extra_adapters`` (with their ``extra_access`` policies) run beside the configured
+    platforms; tests use them to drive the real process without a platform.
+    """
     plan = build_plan(loaded, extra_platforms=[adapter.platform for adapter in extra_adapters])
     if not plan.ready:
         report_blockers(plan.blockers)
@@ -48,7 +59,8 @@ async def run_gateway(loaded: LoadedConfig, extra_adapters: Sequence[Adapter] = 
         return EXIT_CONFIG
 
     store = await Store.open(loaded.db_path, synchronous=loaded.settings.storage.synchronous)
-    gateway = Gateway(loaded, store, adapters)
+    agent = build_agent(loaded, search=search_function(store))
+    gateway = Gateway(loaded, store, adapters, agent, extra_access=extra_access)
     stop = asyncio.Event()
     _install_signal_handlers(stop)
     try:
@@ -60,6 +72,20 @@ async def run_gateway(loaded: LoadedConfig, extra_adapters: Sequence[Adapter] = 
     finally:
         await gateway.shutdown()
     return EXIT_OK
+
+
+def search_function(store: Store) -> Callable[[str, int], Awaitable[list[dict[str, object]]]]:
+    """The agent's session_search tool, backed by the store's full-text search."""
+
+    async def search(query: str, limit: int) -> list[dict[str, object]]:
+        hits = await store.search(query, limit=limit)
+        return [
+            {"session_id": h.session_id, "role": h.role, "snippet": h.snippet, "platform": h.platform,
+             "date": time.strftime("%Y-%m-%d %H:%M", time.localtime(h.created_at)), "title": h.session_title}
+            for h in hits
+        ]  # fmt: skip
+
+    return search
 
 
 def _install_signal_handlers(stop: asyncio.Event) -> None:

@@ -1,1 +1,65 @@
+"""Durable sessions, messages, lineage, search and the gateway's inbox, outbox and pairing: one SQLite file.
 
+``from storage import Store`` and ``await Store.open(path)``; see ``storage/store.py``.
+This package is a leaf: it imports nothing from gateway, agent, adapters or config.
+"""
+
+from storage.errors import (
+    InvalidTitleError,
+    ReadFailedError,
+    SchemaError,
+    SchemaTooNewError,
+    SessionNotFoundError,
+    StorageError,
+    StoreClosedError,
+    TitleError,
+    TitleInUseError,
+    WriteFailedError,
+)
+from storage.ids import new_session_id
+from storage.lineage import END_COMPRESSION
+from storage.records import (
+    InboxRecord,
+    MessageRecord,
+    NewMessage,
+    OutboxChunk,
+    OutboxRecord,
+    PairingCode,
+    SearchHit,
+    SessionRecord,
+    ToolCallRecord,
+    UsageTotals,
+)
+from storage.retry import RetryPolicy
+from storage.schema import LATEST as SCHEMA_VERSION
+from storage.store import Store
+from storage.writer import MergePolicy
+
+__all__ = [
+    "END_COMPRESSION",
+    "InboxRecord",
+    "InvalidTitleError",
+    "MergePolicy",
+    "MessageRecord",
+    "NewMessage",
+    "OutboxChunk",
+    "OutboxRecord",
+    "PairingCode",
+    "ReadFailedError",
+    "RetryPolicy",
+    "SCHEMA_VERSION",
+    "SchemaError",
+    "SchemaTooNewError",
+    "SearchHit",
+    "SessionNotFoundError",
+    "SessionRecord",
+    "StorageError",
+    "Store",
+    "StoreClosedError",
+    "TitleError",
+    "TitleInUseError",
+    "ToolCallRecord",
+    "UsageTotals",
+    "WriteFailedError",
+    "new_session_id",
+]

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from adapters.base import Adapter
 from config.loader import LoadedConfig
 from gateway.cli.common import add_config_option, load_config_or_exit
 from gateway.logs import configure_logging, shutdown_logging
+
+if TYPE_CHECKING:
+    from gateway.access import AccessPolicy
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,7 +22,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.set_defaults(handler=run_command)
 
 
-def run_command(args: argparse.Namespace, extra_adapters: Sequence[Adapter] = ()) -> int:
+def run_command(
+    args: argparse.Namespace,
+    extra_adapters: Sequence[Adapter] = (),
+    extra_access: Mapping[str, AccessPolicy] | None = None,
+) -> int:
     """The whole process: home, config, logging, the gateway, a clean exit status."""
     loaded = load_config_or_exit(args, create_home=True)
     setup_logging(loaded)
@@ -27,7 +35,7 @@ def run_command(args: argparse.Namespace, extra_adapters: Sequence[Adapter] = ()
     from gateway.runner import run_gateway
 
     try:
-        return asyncio.run(run_gateway(loaded, extra_adapters))
+        return asyncio.run(run_gateway(loaded, extra_adapters, extra_access))
     finally:
         shutdown_logging()
 

@@ -6,11 +6,12 @@ gateway code path runs; tests inject messages and read what was sent.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.base import Adapter, AdapterState, Capabilities, Intake
+from adapters.base import Adapter, AdapterState, Capabilities, DeliveryError, Intake, MarkupRejected
 from gateway.events import ChatType, InboundMessage, Markup, OutboundMessage
 
 
@@ -33,6 +34,12 @@ class LoopbackAdapter(Adapter):
         self.sent: list[OutboundMessage] = []
         self.edits: list[Edit] = []
         self.typing_chats: list[str] = []
+        self.failures: list[DeliveryError] = []
+        """Errors the next sends raise, one each, before sending works again."""
+        self.reject_markup = False
+        """Refuse every formatted chunk, as a platform does with markup it cannot parse."""
+        self.bot_username = "loopbot"
+        self._sent_changed = asyncio.Condition()
 
     async def start(self, intake: Intake) -> None:
         self._intake = intake
@@ -47,8 +54,23 @@ class LoopbackAdapter(Adapter):
         self._set_state(AdapterState.STOPPED)
 
     async def send(self, message: OutboundMessage) -> str:
-        self.sent.append(message)
+        if self.failures:
+            raise self.failures.pop(0)
+        if self.reject_markup and message.markup is not Markup.PLAIN:
+            raise MarkupRejected("can't parse entities")
+        async with self._sent_changed:
+            self.sent.append(message)
+            self._sent_changed.notify_all()
         return f"m{next(self._message_ids)}"
+
+    async def wait_sent(self, count: int, *, timeout: float = 30.0) -> list[OutboundMessage]:
+        """Wait until ``count`` messages were sent in all (the timeout only stops a hang)."""
+        async with self._sent_changed:
+            await asyncio.wait_for(self._sent_changed.wait_for(lambda: len(self.sent) >= count), timeout)
+        return list(self.sent)
+
+    def texts(self, chat_id: str | None = None) -> list[str]:
+        return [m.text for m in self.sent if chat_id is None or m.chat_id == chat_id]
 
     async def edit(self, chat_id: str, message_id: str, text: str, *, markup: Markup = Markup.PLAIN) -> None:
         self.edits.append(Edit(chat_id, message_id, text))

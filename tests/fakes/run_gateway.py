@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from gateway.access import AccessPolicy
 from gateway.cli import build_parser
 from gateway.cli.run import run_command
 from tests.fakes.adapter import BrokenAdapter, LoopbackAdapter
@@ -18,7 +19,7 @@ def main(argv: list[str]) -> int:
     argv = [arg for arg in argv if arg != "--with-broken"]
     args = build_parser().parse_args(["run", *argv])
     extra = [LoopbackAdapter(), *([BrokenAdapter()] if broken else [])]
-    return run_command(args, extra_adapters=extra)
+    return run_command(args, extra_adapters=extra, extra_access={"loopback": AccessPolicy(allow_all=True)})
 
 
 if __name__ == "__main__":

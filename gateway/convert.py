@@ -1,0 +1,31 @@
+"""Converting between the agent's messages and the store's records (a field-by-field copy)."""
+
+from __future__ import annotations
+
+from agent.messages import ChatMessage, ToolCall
+from agent.tokens import estimate_message
+from storage import MessageRecord, NewMessage, ToolCallRecord
+
+
+def to_chat(record: MessageRecord) -> ChatMessage:
+    return ChatMessage(
+        role=record.role,  # type: ignore[arg-type]
+        content=record.content,
+        tool_calls=tuple(ToolCall(c.id, c.name, c.arguments) for c in record.tool_calls),
+        tool_call_id=record.tool_call_id,
+        tool_name=record.tool_name,
+        reasoning=record.reasoning,
+    )
+
+
+def to_new(message: ChatMessage, *, platform_message_id: str | None = None) -> NewMessage:
+    return NewMessage(
+        role=message.role,
+        content=message.content,
+        tool_calls=tuple(ToolCallRecord(c.id, c.name, c.arguments) for c in message.tool_calls),
+        tool_call_id=message.tool_call_id,
+        tool_name=message.tool_name,
+        reasoning=message.reasoning,
+        token_estimate=estimate_message(message),
+        platform_message_id=platform_message_id,
+    )

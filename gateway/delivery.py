@@ -1,0 +1,180 @@
+"""Delivery: the one path every message the bot sends takes.
+
+A reply is rendered once into the platform's dialect and cut into chunks that
+fit its limit; every chunk is written to the outbox before it is sent and
+marked with the platform's message id after. Per chat, chunks go out strictly
+in order, and a 429 holds back that chat (and only that chat) for the
+``retry_after`` the platform asked for. When the platform rejects a chunk's
+markup, that chunk is sent again as plain text. After a restart,
+:meth:`Delivery.resume` sends what was recorded but not delivered; what was
+delivered is never sent again. Nothing is silently truncated or dropped: a
+chunk that cannot be delivered is marked failed and logged with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+import structlog
+
+from adapters.base import (
+    Adapter,
+    DeliveryError,
+    MarkupRejected,
+    RateLimited,
+    RecipientUnavailable,
+)
+from gateway.events import Markup, OutboundMessage
+from gateway.formatting import render
+from gateway.keyed_locks import KeyedLocks
+from gateway.metrics import Metrics
+from storage import OutboxChunk, OutboxRecord, Store
+
+log = structlog.get_logger("gateway.delivery")
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryPolicy:
+    max_attempts: int = 6
+    """Attempts per chunk for retryable failures (rate limits, network hiccups)."""
+    base_delay: float = 1.0
+    max_delay: float = 30.0
+    max_retry_after: float = 300.0
+    """A longer retry_after than this is still honoured, but the chunk then waits for resume()."""
+
+
+class Delivery:
+    def __init__(
+        self,
+        store: Store,
+        adapters: Mapping[str, Adapter],
+        metrics: Metrics,
+        *,
+        policy: DeliveryPolicy = DeliveryPolicy(),
+        sleep: Sleep = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._adapters = adapters
+        self._metrics = metrics
+        self._policy = policy
+        self._sleep = sleep
+        self._clock = clock
+        self._chat_locks: KeyedLocks[tuple[str, str]] = KeyedLocks()
+        self._not_before: dict[tuple[str, str], float] = {}
+
+    async def send_text(
+        self,
+        *,
+        turn_id: str,
+        platform: str,
+        chat_id: str,
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+        text: str,
+    ) -> list[str]:
+        """Render, record and send ``text`` (model Markdown); returns the platform message ids sent."""
+        adapter = self._adapters[platform]
+        caps = adapter.capabilities
+        chunks = render(text, caps.markup, max_length=caps.max_message_length, length_unit=caps.length_unit)
+        if not chunks:
+            return []
+        records = await self._store.outbox_add(
+            turn_id,
+            platform,
+            chat_id,
+            thread_id,
+            [
+                OutboxChunk(text=chunk.text, plain=chunk.plain, markup=caps.markup.value, reply_to=reply_to if i == 0 else None)
+                for i, chunk in enumerate(chunks)
+            ],
+        )
+        sent = [await self._deliver(adapter, record) for record in records]
+        return [message_id for message_id in sent if message_id]
+
+    async def resume(self) -> int:
+        """Send every chunk that was recorded but not delivered (after a restart). Returns how many went out."""
+        delivered = 0
+        for record in await self._store.outbox_pending():
+            adapter = self._adapters.get(record.platform)
+            if adapter is None:
+                log.warning("delivery.no_adapter", platform=record.platform, outbox_id=record.id)
+                continue
+            if await self._deliver(adapter, record):
+                delivered += 1
+        if delivered:
+            log.info("delivery.resumed", chunks=delivered)
+        return delivered
+
+    async def _deliver(self, adapter: Adapter, record: OutboxRecord) -> str | None:
+        if record.status == "sent":
+            return record.platform_message_id
+        chat = (record.platform, record.chat_id)
+        async with self._chat_locks.hold(chat):
+            return await self._attempts(adapter, record, chat)
+
+    async def _attempts(self, adapter: Adapter, record: OutboxRecord, chat: tuple[str, str]) -> str | None:
+        text, markup = record.text, Markup(record.markup or Markup.PLAIN.value)
+        policy = self._policy
+        for attempt in range(1, policy.max_attempts + 1):
+            await self._wait_budget(chat)
+            message = OutboundMessage(
+                chat_id=record.chat_id, text=text, thread_id=record.thread_id, reply_to=record.reply_to, markup=markup
+            )
+            try:
+                message_id = await adapter.send(message)
+            except MarkupRejected as error:
+                if markup is Markup.PLAIN:
+                    return await self._give_up(record, f"plain text rejected: {error}")
+                log.warning("delivery.plain_fallback", platform=record.platform, chat=record.chat_id,
+                            chunk=record.chunk_index, error=str(error))  # fmt: skip
+                self._metrics.delivery_retries.labels(record.platform, "markup").inc()
+                text, markup = record.plain or text, Markup.PLAIN
+                continue
+            except RateLimited as error:
+                self._not_before[chat] = self._clock() + error.retry_after
+                self._metrics.delivery_retries.labels(record.platform, "rate_limited").inc()
+                log.warning("delivery.rate_limited", platform=record.platform, chat=record.chat_id,
+                            retry_after=error.retry_after, attempt=attempt)  # fmt: skip
+                continue
+            except RecipientUnavailable as error:
+                return await self._give_up(record, f"recipient unavailable: {error}")
+            except DeliveryError as error:
+                if not error.retryable:
+                    return await self._give_up(record, str(error))
+                await self._backoff(record, attempt, error)
+                continue
+            await self._store.outbox_mark_sent(record.id, message_id)
+            self._metrics.deliveries.labels(record.platform).inc()
+            log.info("delivery.sent", platform=record.platform, chat=record.chat_id, chunk=record.chunk_index,
+                     message_id=message_id, plain=markup is Markup.PLAIN and record.markup != Markup.PLAIN.value)  # fmt: skip
+            return message_id
+        return await self._give_up(record, f"still failing after {policy.max_attempts} attempts")
+
+    async def _wait_budget(self, chat: tuple[str, str]) -> None:
+        not_before = self._not_before.get(chat)
+        if not_before is None:
+            return
+        delay = not_before - self._clock()
+        if delay > 0:
+            await self._sleep(delay)
+        self._not_before.pop(chat, None)
+
+    async def _backoff(self, record: OutboxRecord, attempt: int, error: DeliveryError) -> None:
+        delay = min(self._policy.base_delay * 2 ** (attempt - 1), self._policy.max_delay)
+        self._metrics.delivery_retries.labels(record.platform, "transient").inc()
+        log.warning("delivery.retry", platform=record.platform, chat=record.chat_id, attempt=attempt,
+                    delay_s=delay, error=str(error))  # fmt: skip
+        await self._sleep(delay)
+
+    async def _give_up(self, record: OutboxRecord, reason: str) -> None:
+        await self._store.outbox_mark_failed(record.id, reason, give_up=True)
+        self._metrics.errors.labels("delivery").inc()
+        log.error("delivery.failed", platform=record.platform, chat=record.chat_id, chunk=record.chunk_index,
+                  turn=record.turn_id, reason=reason)  # fmt: skip
+        return None

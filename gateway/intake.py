@@ -1,0 +1,150 @@
+"""Intake: what happens to an inbound message before any turn runs.
+
+In order, each step with a reason in the log:
+
+1. the event is written to the durable inbox (a redelivered event is
+   recognised here and skipped) - only then does the adapter acknowledge it;
+2. the place: bots, unmentioned group messages and chats outside the
+   allowlists are ignored;
+3. ``/whoami`` is answered for anyone, so a stranger can learn their ids;
+4. the person: unknown users in DMs get a pairing code, elsewhere they are ignored;
+5. other commands are answered at once, even while a turn runs;
+6. everything else goes onto its session's lane.
+
+Messages accepted before a restart but never finished are handed back in
+arrival order by :meth:`Intake.replay` before new ones are let through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+import structlog
+
+from gateway.access import AccessControl, Verdict
+from gateway.command_handlers import CommandHandlers
+from gateway.commands import parse_command
+from gateway.delivery import Delivery
+from gateway.events import InboundMessage
+from gateway.lanes import Lanes
+from gateway.metrics import Metrics
+from gateway.pairing import Pairing, pairing_message
+from gateway.session_key import session_key_for
+from gateway.tasks import TaskTracker
+from storage import InboxRecord, Store
+
+log = structlog.get_logger("gateway.intake")
+
+
+class Intake:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        access: AccessControl,
+        pairing: Pairing,
+        lanes: Lanes[InboundMessage],
+        commands: CommandHandlers,
+        delivery: Delivery,
+        tracker: TaskTracker,
+        metrics: Metrics,
+        group_per_user: bool,
+        bot_username: Callable[[str], str | None] = lambda platform: None,
+    ) -> None:
+        self._store = store
+        self._access = access
+        self._pairing = pairing
+        self._lanes = lanes
+        self._commands = commands
+        self._delivery = delivery
+        self._tracker = tracker
+        self._metrics = metrics
+        self._group_per_user = group_per_user
+        self._bot_username = bot_username
+        self._open = asyncio.Event()
+
+    def open(self) -> None:
+        """Let new messages through to the lanes (after :meth:`replay`)."""
+        self._open.set()
+
+    async def replay(self, unfinished: Sequence[InboxRecord]) -> int:
+        """Queue events that were accepted before a restart but not finished, oldest first."""
+        for record in unfinished:
+            message = InboundMessage.from_dict(record.payload)
+            self._lanes.submit(record.session_key, message)
+        if unfinished:
+            log.info("inbound.replayed", events=len(unfinished))
+        return len(unfinished)
+
+    async def __call__(self, message: InboundMessage) -> None:
+        """Accept one message from an adapter. Returns once it is durably recorded (or refused)."""
+        key = session_key_for(message, group_per_user=self._group_per_user)
+        fields = {"platform": message.platform, "chat": message.chat_id, "user": message.user_id, "event_id": message.event_id}
+        if not await self._store.inbox_accept(message.platform, message.event_id, str(key), message.to_dict()):
+            self._metrics.duplicates.labels(message.platform).inc()
+            log.info("inbound.duplicate", **fields)
+            return
+        place = self._access.where(message)
+        if not place.allowed:
+            await self._ignore(message, place.reason, fields)
+            return
+        command = parse_command(message.text, bot_username=self._bot_username(message.platform))
+        if command is not None and command.name == "whoami":
+            self._spawn_command(command, message, key)
+            return
+        approved = await self._pairing.is_approved(message.platform, message.user_id)
+        person = self._access.who(message, approved=approved)
+        if person.verdict is Verdict.PAIR:
+            self._tracker.spawn(self._offer_pairing(message), name=f"pairing:{message.platform}:{message.user_id}")
+            return
+        if not person.allowed:
+            await self._ignore(message, person.reason, fields)
+            return
+        self._metrics.inbound.labels(message.platform).inc()
+        if command is not None:
+            self._spawn_command(command, message, key)
+            return
+        await self._open.wait()
+        self._lanes.submit(str(key), message)
+        self._metrics.queue_depth.set(self._lanes.queued())
+        log.info("inbound.accepted", session_key=str(key), chars=len(message.text), attachments=len(message.attachments),
+                 **fields)  # fmt: skip
+
+    async def _ignore(self, message: InboundMessage, reason: str, fields: dict[str, str]) -> None:
+        self._metrics.ignored.labels(message.platform, _reason_label(reason)).inc()
+        log.debug("inbound.ignored", reason=reason, **fields)
+        await self._store.inbox_mark_done(message.platform, message.event_id)
+
+    def _spawn_command(self, command: object, message: InboundMessage, key: object) -> None:
+        async def run() -> None:
+            try:
+                await self._commands.handle(command, message, key)  # type: ignore[arg-type]
+            finally:
+                await self._store.inbox_mark_done(message.platform, message.event_id)
+
+        self._tracker.spawn(run(), name=f"command:{message.platform}:{message.event_id}")
+
+    async def _offer_pairing(self, message: InboundMessage) -> None:
+        try:
+            code = await self._pairing.offer(message.platform, message.user_id, message.user_name, message.chat_id)
+            if code is not None:
+                await self._delivery.send_text(
+                    turn_id=f"pairing:{message.platform}:{message.event_id}",
+                    platform=message.platform,
+                    chat_id=message.chat_id,
+                    text=pairing_message(code, message.platform, message.user_id),
+                )
+            log.info("inbound.ignored", reason="unknown user: pairing code offered" if code else
+                     "unknown user: pairing code already offered recently", platform=message.platform,
+                     user=message.user_id)  # fmt: skip
+        finally:
+            await self._store.inbox_mark_done(message.platform, message.event_id)
+
+
+def _reason_label(reason: str) -> str:
+    """A short, bounded label for the metric (the full reason goes to the log)."""
+    for label in ("bot", "mention", "allowed chats", "allowed servers", "not allowed"):
+        if label in reason:
+            return label.replace(" ", "_")
+    return "other"

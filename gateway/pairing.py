@@ -1,0 +1,109 @@
+"""Pairing: how an unknown user gets access without the operator editing config.
+
+An unknown user who DMs the bot gets a one-time code: 8 characters from an
+alphabet without look-alikes (no 0/O, 1/I), valid for an hour, at most one new
+code per user every 10 minutes. The operator approves it with
+``switchboard pairing approve PLATFORM CODE``. Five wrong approvals on a
+platform lock approvals there for an hour, so codes cannot be guessed.
+Approvals live in the database; ``switchboard pairing revoke`` takes one back.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+import structlog
+
+from storage import PairingCode, Store
+
+log = structlog.get_logger("gateway.pairing")
+
+ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+CODE_LENGTH = 8
+CODE_TTL = 3600.0
+REQUEST_INTERVAL = 600.0
+MAX_FAILURES = 5
+LOCKOUT = 3600.0
+
+
+class ApprovalOutcome(StrEnum):
+    APPROVED = "approved"
+    UNKNOWN_CODE = "unknown_code"
+    LOCKED = "locked"
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    outcome: ApprovalOutcome
+    user_id: str | None = None
+    user_name: str | None = None
+    message: str = ""
+
+
+def new_code() -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+
+
+class Pairing:
+    def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def is_approved(self, platform: str, user_id: str) -> bool:
+        return await self._store.pairing_is_approved(platform, user_id)
+
+    async def offer(self, platform: str, user_id: str, user_name: str, chat_id: str) -> str | None:
+        """A code for this user, or None if one was issued less than 10 minutes ago (no new message then)."""
+        now = self._clock()
+        latest = await self._store.pairing_latest_code(platform, user_id)
+        if latest is not None and now - latest.created_at < REQUEST_INTERVAL:
+            log.debug("pairing.rate_limited", platform=platform, user=user_id)
+            return None
+        code = new_code()
+        await self._store.pairing_add_code(
+            PairingCode(code=code, platform=platform, user_id=user_id, user_name=user_name, chat_id=chat_id,
+                        created_at=now, expires_at=now + CODE_TTL)  # fmt: skip
+        )
+        log.info("pairing.code_issued", platform=platform, user=user_id)
+        return code
+
+    async def approve(self, platform: str, code: str) -> Approval:
+        now = self._clock()
+        failures = await self._store.pairing_failures_since(platform, now - LOCKOUT)
+        if failures >= MAX_FAILURES:
+            return Approval(
+                ApprovalOutcome.LOCKED,
+                message=f"approvals for {platform} are locked for an hour after {MAX_FAILURES} wrong codes",
+            )
+        taken = await self._store.pairing_take_code(platform, code.strip().upper(), now)
+        if taken is None:
+            await self._store.pairing_record_failure(platform, now)
+            left = MAX_FAILURES - failures - 1
+            return Approval(
+                ApprovalOutcome.UNKNOWN_CODE,
+                message=f"no valid {platform} code {code!r} (it may have expired or been used); {left} tries left",
+            )
+        await self._store.pairing_approve(platform, taken.user_id, taken.user_name, now)
+        log.info("pairing.approved", platform=platform, user=taken.user_id)
+        return Approval(ApprovalOutcome.APPROVED, taken.user_id, taken.user_name, message="approved")
+
+    async def revoke(self, platform: str, user_id: str) -> bool:
+        revoked = await self._store.pairing_revoke(platform, user_id)
+        if revoked:
+            log.info("pairing.revoked", platform=platform, user=user_id)
+        return revoked
+
+
+def pairing_message(code: str, platform: str, user_id: str) -> str:
+    return (
+        "Hi! I don't know you yet, so I can't answer your messages.\n\n"
+        f"Your pairing code: {code}\n"
+        f"Your {platform} user id: {user_id}\n\n"
+        "Send the code to the person who runs this bot. They can let you in with:\n"
+        f"switchboard pairing approve {platform} {code}\n\n"
+        "The code is valid for one hour."
+    )

@@ -1,0 +1,297 @@
+"""Running one turn of a session: from the user's message(s) to the delivered reply.
+
+Steps, each persisted before the next depends on it:
+
+1. open the session (starting a new one after a reset);
+2. store the user's message (messages that arrived together become one);
+3. session hygiene: compact first if the stored history is past 85% of the window;
+4. the agent's turn, with every new message stored as it appears and a
+   compaction inside the turn splitting the session into a lineage child;
+5. the reply goes through the outbox to the platform;
+6. the inbox events are marked done.
+
+A turn replayed after a crash finds its own user message (tagged with the
+events it answered), continues the agent from what was stored, or only
+delivers the stored reply: every inbound message gets exactly one reply.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from adapters.base import Adapter
+from agent.compressor import CompressionResult
+from agent.core import AgentSession
+from agent.errors import ModelUnavailableError
+from agent.messages import ChatMessage
+from agent.providers.base import ModelResponse
+from agent.tokens import estimate_message
+from config.models import CompressionConfig
+from gateway import hygiene
+from gateway.conversations import Conversation, Conversations
+from gateway.convert import to_new
+from gateway.delivery import Delivery
+from gateway.events import InboundMessage
+from gateway.logs import bind
+from gateway.metrics import Metrics
+from gateway.session_key import SessionKey, session_key_for
+from gateway.typing_indicator import typing
+from storage import SessionRecord, Store
+
+log = structlog.get_logger("gateway.turn")
+
+INTERRUPTED_RESULT = "(not run: the gateway restarted before this tool finished)"
+HYGIENE_FAILED_NOTICE = (
+    "I couldn't summarise the older part of our conversation just now, so nothing was removed. "
+    "If replies start failing, send /new to start a fresh conversation."
+)
+EVENT_TAG_PREFIX = "events:"
+
+
+@dataclass
+class _SessionRef:
+    """The session a turn writes to; it changes when a compaction splits the session."""
+
+    record: SessionRecord
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        conversations: Conversations,
+        delivery: Delivery,
+        adapters: Mapping[str, Adapter],
+        metrics: Metrics,
+        compression: CompressionConfig,
+        context_length: int,
+        group_per_user: bool,
+    ) -> None:
+        self._store = store
+        self._conversations = conversations
+        self._delivery = delivery
+        self._adapters = adapters
+        self._metrics = metrics
+        self._compression = compression
+        self._context_length = context_length
+        self._group_per_user = group_per_user
+        self._hygiene_warned: set[str] = set()
+
+    async def run(self, _lane: str, batch: list[InboundMessage]) -> None:
+        """The lane's entry point: the turn(s) for ``batch`` (messages of one session, in order).
+
+        After a crash the batch may start with events whose turn was already under way: that
+        turn is finished first, then the rest become a new turn.
+        """
+        key = session_key_for(batch[0], group_per_user=self._group_per_user)
+        conversation = await self._conversations.open(key)
+        covered = covered_events(conversation)
+        resumed = [m for m in batch if m.event_id in covered]
+        fresh = [m for m in batch if m.event_id not in covered]
+        if resumed:
+            await self._turn(conversation, resumed, resume=True)
+            conversation = await self._conversations.open(key)
+        if fresh:
+            await self._turn(conversation, fresh, resume=False)
+
+    async def _turn(self, conversation: Conversation, batch: list[InboundMessage], *, resume: bool) -> None:
+        first = batch[0]
+        turn_id = f"{first.platform}:{first.event_id}"
+        short = uuid.uuid5(uuid.NAMESPACE_URL, turn_id).hex[:8]
+        with bind(platform=first.platform, chat=first.chat_id, session=conversation.record.id, turn=short):
+            await self._run(conversation, turn_id, batch, resume=resume)
+
+    async def _run(self, conversation: Conversation, turn_id: str, batch: list[InboundMessage], *, resume: bool) -> None:
+        started = time.monotonic()
+        ref = _SessionRef(conversation.record)
+        history = list(conversation.history)
+        if resume:
+            log.info("turn.resumed", events=len(batch))
+        else:
+            user = ChatMessage.user(compose(batch))
+            await self._store.append_messages(ref.record.id, [to_new(user, platform_message_id=event_tag(batch))])
+            history.append(user)
+        history = await self._repair_tail(ref, history)
+        log.info("turn.started", messages=len(batch), history=len(history))
+        history = await self._hygiene(ref, conversation, history, batch[0])
+        reply = await self._reply(ref, conversation, history, batch, started)
+        await self._delivery.send_text(
+            turn_id=turn_id,
+            platform=batch[0].platform,
+            chat_id=batch[0].chat_id,
+            thread_id=batch[0].thread_id,
+            reply_to=batch[-1].message_id,
+            text=reply,
+        )
+        for message in batch:
+            await self._store.inbox_mark_done(message.platform, message.event_id)
+
+    async def _repair_tail(self, ref: _SessionRef, history: list[ChatMessage]) -> list[ChatMessage]:
+        """Tool calls a crash left without results get a stub result, so the model sees a valid history."""
+        answered = {m.tool_call_id for m in history if m.role == "tool"}
+        stubs = [
+            ChatMessage.tool(call.id, INTERRUPTED_RESULT, call.name)
+            for m in history
+            if m.role == "assistant"
+            for call in m.tool_calls
+            if call.id not in answered
+        ]
+        if stubs:
+            await self._store.append_messages(ref.record.id, [to_new(m) for m in stubs])
+            log.warning("turn.repaired", stub_results=len(stubs))
+        return [*history, *stubs] if stubs else history
+
+    async def _hygiene(
+        self, ref: _SessionRef, conversation: Conversation, history: list[ChatMessage], first: InboundMessage
+    ) -> list[ChatMessage]:
+        verdict = hygiene.check(
+            history[1:],
+            enabled=self._compression.enabled,
+            context_length=self._context_length,
+            hygiene_threshold=self._compression.hygiene_threshold,
+            last_prompt_tokens=ref.record.last_prompt_tokens or None,
+            estimate=lambda messages: sum(map(estimate_message, messages)),
+        )
+        if not verdict.fire:
+            return history
+        agent = self._conversations.agent_session(ref.record, conversation.records)
+        result = await hygiene.compact(history, agent.compressor, verdict)
+        if result.compacted:
+            ref.record = await self._conversations.split(ref.record, result.messages)
+            return list(result.messages)
+        if ref.record.id not in self._hygiene_warned:
+            self._hygiene_warned.add(ref.record.id)
+            await self._delivery.send_text(
+                turn_id=f"notice:hygiene:{ref.record.id}",
+                platform=first.platform,
+                chat_id=first.chat_id,
+                thread_id=first.thread_id,
+                text=HYGIENE_FAILED_NOTICE,
+            )
+        return history
+
+    async def _reply(
+        self,
+        ref: _SessionRef,
+        conversation: Conversation,
+        history: list[ChatMessage],
+        batch: Sequence[InboundMessage],
+        started: float,
+    ) -> str:
+        if history[-1].role == "assistant" and not history[-1].tool_calls:
+            return history[-1].content  # a replay: the reply was stored before the crash
+        agent = self._conversations.agent_session(ref.record, conversation.records)
+        adapter = self._adapters[batch[0].platform]
+        observer = _Persist(self, ref)
+        self._metrics.turns_running.inc()
+        try:
+            async with typing(adapter, batch[0].chat_id, batch[0].thread_id):
+                result = await agent.run_turn(
+                    history,
+                    user_time=batch[-1].timestamp,
+                    observer=observer,
+                    ephemeral=overlay(batch, conversation),
+                    known_prompt_tokens=ref.record.last_prompt_tokens or None,
+                )
+        except ModelUnavailableError as error:
+            self._metrics.turns.labels(batch[0].platform, "model_unavailable").inc()
+            log.error("turn.failed", reason=str(error.causes[-1]) if error.causes else str(error))
+            return error.user_message
+        finally:
+            self._metrics.turns_running.dec()
+        elapsed = time.monotonic() - started
+        self._metrics.turns.labels(batch[0].platform, result.outcome).inc()
+        self._metrics.turn_seconds.observe(elapsed)
+        u = result.usage
+        log.info(
+            "turn.done",
+            model=ref.record.model,
+            calls=result.model_calls,
+            **{"in": u.input_tokens, "out": u.output_tokens},
+            cache_read=u.cache_read_tokens,
+            cache_write=u.cache_write_tokens,
+            cost=round(result.cost_usd or 0.0, 6),
+            compactions=result.compactions,
+            ms=round(elapsed * 1000),
+        )
+        return result.reply or "(I have nothing to add.)"
+
+
+class _Persist:
+    """Stores what the agent produces as it produces it, and accounts usage."""
+
+    def __init__(self, runner: TurnRunner, ref: _SessionRef) -> None:
+        self._runner = runner
+        self._ref = ref
+
+    async def on_message(self, message: ChatMessage) -> None:
+        await self._runner._store.append_messages(self._ref.record.id, [to_new(message)])
+
+    async def on_compaction(self, result: CompressionResult) -> None:
+        self._ref.record = await self._runner._conversations.split(self._ref.record, result.messages)
+
+    async def on_model_call(self, response: ModelResponse, cost_usd: float | None) -> None:
+        u = response.usage
+        await self._runner._store.add_usage(
+            self._ref.record.id,
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cache_read_tokens=u.cache_read_tokens,
+            cache_write_tokens=u.cache_write_tokens,
+            last_prompt_tokens=u.prompt_tokens,
+            cost_usd=cost_usd or 0.0,
+        )
+        metrics = self._runner._metrics
+        for kind, value in (("input", u.input_tokens), ("output", u.output_tokens),
+                            ("cache_read", u.cache_read_tokens), ("cache_write", u.cache_write_tokens)):  # fmt: skip
+            metrics.tokens.labels(kind).inc(value)
+        if cost_usd:
+            metrics.cost.inc(cost_usd)
+
+
+def compose(batch: Sequence[InboundMessage]) -> str:
+    """The user's turn: the messages' texts in order, with a note for files the model cannot see."""
+    parts = []
+    for message in batch:
+        text = message.text.strip()
+        notes = [
+            f"[{a.kind}{' ' + a.name if a.name else ''} attached; you cannot open attachments here]"
+            for a in message.attachments
+        ]
+        parts.append("\n".join(p for p in [text, *notes] if p))
+    return "\n\n".join(p for p in parts if p) or "(an empty message)"
+
+
+def event_tag(batch: Sequence[InboundMessage]) -> str:
+    """Stored on the user message: the inbound events it answers (how a replay finds its turn)."""
+    return EVENT_TAG_PREFIX + ",".join(m.event_id for m in batch)
+
+
+def covered_events(conversation: Conversation) -> set[str]:
+    """The events answered by the session's last user message."""
+    for record in reversed(conversation.records):
+        if record.role == "user":
+            tag = record.platform_message_id or ""
+            return set(tag[len(EVENT_TAG_PREFIX):].split(",")) if tag.startswith(EVENT_TAG_PREFIX) else set()
+    return set()
+
+
+def overlay(batch: Sequence[InboundMessage], conversation: Conversation) -> str | None:
+    """Call-time context the frozen prompt must not hold: who is speaking, why the session is new."""
+    notes = []
+    first = batch[0]
+    if first.chat_type.value != "dm":
+        name = first.user_name or first.user_id
+        notes.append(f"[This message comes from {name} in a group chat.]")
+    if conversation.reset_reason == "idle":
+        notes.append("[The previous conversation ended after a long pause; this one starts without its history.]")
+    elif conversation.reset_reason == "daily":
+        notes.append("[Conversations start afresh every day; this one starts without yesterday's history.]")
+    return "\n".join(notes) or None
+

@@ -1,0 +1,114 @@
+"""Every error the storage package raises, as one tree.
+
+    StorageError
+    ├── StoreClosedError        the store was closed (or never opened)
+    ├── SchemaError
+    │   └── SchemaTooNewError   the database was written by a newer build
+    ├── WriteFailedError        a write could not be made durable (carries the sqlite error)
+    ├── ReadFailedError         a read failed (carries the sqlite error)
+    ├── SessionNotFoundError    no session with that id
+    └── TitleError
+        ├── InvalidTitleError   empty after cleaning, or too long (also a ValueError)
+        └── TitleInUseError     another session already holds the title
+
+Callers catch ``StorageError`` for "the database let us down" and the more
+specific classes when they can do something about it. sqlite3 exceptions never
+escape the package: they are translated here, at the boundary.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = [
+    "InvalidTitleError",
+    "ReadFailedError",
+    "SchemaError",
+    "SchemaTooNewError",
+    "SessionNotFoundError",
+    "StorageError",
+    "StoreClosedError",
+    "TitleError",
+    "TitleInUseError",
+    "WriteFailedError",
+]
+
+
+class StorageError(Exception):
+    """Base class of everything the storage package raises."""
+
+
+class StoreClosedError(StorageError):
+    """An operation was attempted on a store that is closed."""
+
+    def __init__(self, operation: str = "use") -> None:
+        super().__init__(f"cannot {operation} the store: it is closed")
+        self.operation = operation
+
+
+class SchemaError(StorageError):
+    """The database schema cannot be used by this build."""
+
+
+class SchemaTooNewError(SchemaError):
+    """The database was migrated by a newer build than this one."""
+
+    def __init__(self, path: str, db_version: int, build_version: int) -> None:
+        super().__init__(
+            f"database {path} has schema version {db_version}, but this build of Switchboard only "
+            f"knows versions up to {build_version}. Upgrade Switchboard (or point it at another "
+            f"database); the file was left untouched."
+        )
+        self.path = path
+        self.db_version = db_version
+        self.build_version = build_version
+
+
+class WriteFailedError(StorageError):
+    """A write was not stored: retries ran out, or SQLite refused it outright."""
+
+    def __init__(self, cause: sqlite3.Error, *, attempts: int) -> None:
+        tries = "attempt" if attempts == 1 else "attempts"
+        super().__init__(f"write failed after {attempts} {tries}: {cause}")
+        self.cause = cause
+        self.attempts = attempts
+        self.__cause__ = cause
+
+
+class ReadFailedError(StorageError):
+    """A read failed inside SQLite."""
+
+    def __init__(self, cause: sqlite3.Error) -> None:
+        super().__init__(f"read failed: {cause}")
+        self.cause = cause
+        self.__cause__ = cause
+
+
+class SessionNotFoundError(StorageError, LookupError):
+    """No session has this id."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session with id {session_id!r}")
+        self.session_id = session_id
+
+
+class TitleError(StorageError):
+    """A session title cannot be used."""
+
+
+class InvalidTitleError(TitleError, ValueError):
+    """The title is too long (empty titles clear the title instead)."""
+
+    def __init__(self, title: str, reason: str) -> None:
+        super().__init__(f"invalid session title {title[:40]!r}: {reason}")
+        self.title = title
+        self.reason = reason
+
+
+class TitleInUseError(TitleError):
+    """Titles are unique; another session holds this one."""
+
+    def __init__(self, title: str, holder_id: str) -> None:
+        super().__init__(f"title {title!r} is already used by session {holder_id}")
+        self.title = title
+        self.holder_id = holder_id

@@ -1,0 +1,95 @@
+"""Keeping the WAL small without ever making a writer wait for a whole checkpoint.
+
+Automatic checkpoints are off on the writer connection (a commit that trips
+one waits for it: 60-120 ms at the benchmark's write rate). Instead:
+
+* This task, on its own connection and thread, runs
+  ``PRAGMA wal_checkpoint(PASSIVE)`` every ``interval`` seconds when something
+  was committed since the last run. A passive checkpoint copies what it can
+  without blocking the writer. If the WAL grew meanwhile, a few more runs
+  follow at once, each copying only the frames written during the previous.
+* The WAL file only starts over from the beginning when a write transaction
+  begins right after a checkpoint that copied *everything*. Under a steady
+  stream of back-to-back transactions that moment never comes from another
+  connection, so after each background checkpoint the writer itself copies
+  the short tail left over, between two of its transactions
+  (``WalProgress``; see ``Writer``). Its next transaction then restarts the
+  WAL. (Full-text index merging needs the write lock; the writer does it in
+  small slices too.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from dataclasses import dataclass
+from typing import Final
+
+import aiosqlite
+
+from storage.log import log
+
+__all__ = ["Maintenance", "WalProgress"]
+
+_CATCH_UP_TRIES: Final = 4
+_FEW_FRAMES: Final = 64
+
+
+@dataclass(slots=True)
+class WalProgress:
+    """Counters the writer's thread and the maintenance task share (plain ints: atomic to read)."""
+
+    commits: int = 0
+    """Write transactions the writer has committed."""
+    background_checkpoints: int = 0
+    """Background checkpoint rounds completed."""
+
+
+class Maintenance:
+    def __init__(self, conn: aiosqlite.Connection, progress: WalProgress, *, interval: float) -> None:
+        self._conn = conn
+        self._progress = progress
+        self._interval = interval
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._checkpointed_at = -1
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="storage.maintenance")
+
+    async def checkpoint(self, mode: str = "PASSIVE") -> tuple[int, int, int]:
+        """``(busy, wal_frames, checkpointed_frames)`` as SQLite reports them."""
+        rows = await self._conn.execute_fetchall(f"PRAGMA wal_checkpoint({mode})")
+        busy, frames, done = rows[0]
+        return int(busy), int(frames), int(done)
+
+    async def close(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+        await self._conn.close()
+
+    async def _loop(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), self._interval)
+            commits = self._progress.commits
+            if commits == self._checkpointed_at or self._stop.is_set():
+                continue
+            self._checkpointed_at = commits
+            try:
+                await self._catch_up()
+            except sqlite3.Error as error:
+                log.warning("storage.checkpoint_failed", error=str(error))
+            self._progress.background_checkpoints += 1
+
+    async def _catch_up(self) -> None:
+        """Checkpoint; while the WAL grew during the last run, again (a few times)."""
+        previous = -1
+        for attempt in range(_CATCH_UP_TRIES):
+            busy, frames, done = await self.checkpoint()
+            log.debug("storage.checkpoint", busy=busy, wal_frames=frames, copied=done, attempt=attempt)
+            if busy or done < frames or frames <= previous + _FEW_FRAMES:
+                return  # blocked by a reader, or little was written meanwhile (or the WAL restarted)
+            previous = frames

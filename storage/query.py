@@ -1,0 +1,110 @@
+"""Turning what a person typed into a safe FTS5 query.
+
+Raw user text never reaches ``MATCH``. The text is split into terms, each
+term becomes one or more double-quoted FTS5 strings, and only the operators
+this module writes itself appear outside quotes. So quotes, colons, hyphens,
+``*``, ``^``, parentheses and stray operators can never break the syntax or
+select a column.
+
+What people can use:
+
+* ``deploy docker``: both words (implicit AND).
+* ``"exact phrase"``: a phrase; an unbalanced quote is ignored.
+* ``deploy*``: a prefix (a ``*`` elsewhere in a term is dropped).
+* ``docker OR podman``, ``docker NOT compose``: upper-case operators between
+  terms; a dangling or repeated operator is dropped.
+* ``my-app.config.ts``, ``P2.2``: punctuation splits the term into a phrase of
+  its parts, as the index tokenized them.
+* CJK of any length, also glued to other text (``用docker部署``): see
+  ``storage/cjk.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from storage.cjk import query_tokens, split_runs
+
+__all__ = ["MAX_QUERY_LENGTH", "Needle", "ParsedQuery", "parse_query"]
+
+MAX_QUERY_LENGTH: Final = 1000
+_OPERATORS: Final = frozenset({"AND", "OR", "NOT"})
+_CHUNK: Final = re.compile(r'"([^"]*)"|([^\s"]+)')
+_WORD_CHARS: Final = re.compile(r"[^\W_]+")
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")  # FTS5 reads a NUL as the end of the query
+
+
+@dataclass(frozen=True, slots=True)
+class Needle:
+    """Something to highlight in a hit: a word (matched at a word start) or a CJK run (anywhere)."""
+
+    text: str
+    prefix: bool = False
+    cjk: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedQuery:
+    expression: str
+    """The FTS5 MATCH expression; empty when nothing searchable was typed."""
+    needles: tuple[Needle, ...]
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _term(text: str, *, prefix: bool) -> tuple[str | None, list[Needle]]:
+    """One FTS5 sub-expression for one typed term (or quoted phrase), and what to highlight for it."""
+    pieces: list[str] = []
+    needles: list[Needle] = []
+    for segment, is_cjk in split_runs(text):
+        if is_cjk:
+            tokens, is_prefix = query_tokens(segment)
+            pieces.append(_quote(" ".join(tokens)) + ("*" if is_prefix else ""))
+            needles.append(Needle(segment, cjk=True))
+            continue
+        words = _WORD_CHARS.findall(segment)
+        if words:
+            pieces.append(_quote(segment.strip()))
+            needles.extend(Needle(word) for word in words)
+    if not pieces:
+        return None, []
+    if prefix and not needles[-1].cjk:
+        pieces[-1] += "*"
+        needles[-1] = Needle(needles[-1].text, prefix=True)
+    expression = pieces[0] if len(pieces) == 1 else "(" + " AND ".join(pieces) + ")"
+    return expression, needles
+
+
+def _balanced(text: str) -> str:
+    """Drop the last double quote when there is an odd number of them."""
+    if text.count('"') % 2 == 0:
+        return text
+    cut = text.rfind('"')
+    return text[:cut] + " " + text[cut + 1 :]
+
+
+def parse_query(text: str) -> ParsedQuery:
+    """``parse_query('deploy* "my app" OR x-y')`` -> ``'"deploy"* AND "my app" OR "x-y"'``."""
+    parts: list[str] = []  # terms and operators, alternating once cleaned
+    needles: list[Needle] = []
+    for phrase, bare in _CHUNK.findall(_balanced(_CONTROL.sub(" ", text[:MAX_QUERY_LENGTH]))):
+        if bare in _OPERATORS:
+            if parts and parts[-1] not in _OPERATORS:
+                parts.append(bare)
+            continue
+        raw = phrase if not bare else bare
+        prefix = bool(bare) and bare.endswith("*")
+        expression, term_needles = _term(raw.replace("*", " ") if bare else raw, prefix=prefix)
+        if expression is None:
+            continue
+        if parts and parts[-1] not in _OPERATORS:
+            parts.append("AND")  # FTS5 accepts implicit AND between phrases, not next to a group
+        parts.append(expression)
+        needles.extend(term_needles)
+    while parts and parts[-1] in _OPERATORS:
+        parts.pop()
+    return ParsedQuery(" ".join(parts), tuple(needles))

@@ -1,0 +1,289 @@
+"""The schema, as an ordered list of forward migrations.
+
+Version N of the schema is what migrations 1..N produce; ``LATEST`` is the
+version this build writes. Adding a table later is one more ``Migration``
+appended to ``MIGRATIONS`` (as version 4 did for DM pairing).
+Never edit a migration that has shipped: databases out there already ran it.
+
+Notes on the layout:
+
+* System prompts live in ``prompts``, deduplicated by digest: sessions of one
+  agent share a prompt of several kilobytes, and keeping it out of the
+  ``sessions`` row keeps counter updates from rewriting it each time.
+* ``messages`` rows are append-only: a ``(session_id, seq)`` row never changes
+  once written, and a session's ``seq`` runs 1, 2, 3, ... without gaps. So a
+  session's message count is its last ``seq`` (one index probe; no counter to
+  update on every append), and the history cache can check itself cheaply.
+* ``messages_fts`` is an external-content FTS5 index over the message text,
+  the tool name and the tool-call JSON (so arguments are searchable); triggers
+  keep it in step with ``messages``. From version 2 it also covers
+  ``search_cjk`` (see ``storage/cjk.py``). Its automatic merging is off: the
+  writer merges in small slices between transactions instead, so no single
+  append pays for a large merge.
+* Messages go in with one statement per batch: FTS5 turns every statement of a
+  transaction into a new index segment (see ``storage/messages.py``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from storage.cjk import message_cjk_tokens
+from storage.records import tool_calls_from_json
+
+__all__ = ["LATEST", "MIGRATIONS", "Migration"]
+
+Apply = Callable[[sqlite3.Connection], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    apply: Apply
+
+
+def _statements(*sql: str) -> Apply:
+    def apply(conn: sqlite3.Connection) -> None:
+        for statement in sql:  # not executescript(): it would COMMIT the migration's transaction
+            conn.execute(statement)
+
+    return apply
+
+
+def _steps(*steps: Apply) -> Apply:
+    def apply(conn: sqlite3.Connection) -> None:
+        for step in steps:
+            step(conn)
+
+    return apply
+
+
+_TOKENIZER: Final = "unicode61 remove_diacritics 2"
+
+
+def _fts_ddl(columns: Sequence[str]) -> tuple[str, ...]:
+    """The FTS table and the three triggers that mirror ``messages`` into it."""
+    cols = ", ".join(columns)
+    new = ", ".join(f"new.{c}" for c in columns)
+    old = ", ".join(f"old.{c}" for c in columns)
+    return (
+        f"CREATE VIRTUAL TABLE messages_fts USING fts5({cols}, content='messages', "
+        f"content_rowid='id', tokenize='{_TOKENIZER}')",
+        f"""CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts(rowid, {cols}) VALUES (new.id, {new});
+        END""",
+        f"""CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, {cols}) VALUES ('delete', old.id, {old});
+        END""",
+        f"""CREATE TRIGGER messages_fts_update AFTER UPDATE OF {cols} ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, {cols}) VALUES ('delete', old.id, {old});
+            INSERT INTO messages_fts(rowid, {cols}) VALUES (new.id, {new});
+        END""",
+    )
+
+
+# Automatic merging is off (a commit that trips it pays for the whole step: 150-350 ms
+# stalls measured at 100k messages); the writer runs bounded 'merge' slices
+# instead. Merging 16 segments at a time means fewer levels, so each message's
+# index entries are rewritten fewer times; 'crisismerge' is the backstop if the
+# slices ever fall behind.
+_FTS_MERGE_SETTINGS: Final = (
+    "INSERT INTO messages_fts(messages_fts, rank) VALUES ('automerge', 0)",
+    "INSERT INTO messages_fts(messages_fts, rank) VALUES ('usermerge', 16)",
+    "INSERT INTO messages_fts(messages_fts, rank) VALUES ('crisismerge', 32)",
+)
+
+_DROP_FTS: Final = (
+    "DROP TRIGGER messages_fts_insert",
+    "DROP TRIGGER messages_fts_delete",
+    "DROP TRIGGER messages_fts_update",
+    "DROP TABLE messages_fts",
+)
+
+_V1_CORE: Final = (
+    """CREATE TABLE schema_version (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        version INTEGER NOT NULL,
+        migrated_at REAL NOT NULL
+    )""",
+    """CREATE TABLE prompts (
+        id INTEGER PRIMARY KEY,
+        digest TEXT NOT NULL UNIQUE,
+        text TEXT NOT NULL
+    )""",
+    """CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        session_key TEXT NOT NULL,
+        platform TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        chat_type TEXT,
+        thread_id TEXT,
+        user_id TEXT,
+        title TEXT,
+        model TEXT,
+        prompt_id INTEGER REFERENCES prompts(id),
+        parent_session_id TEXT REFERENCES sessions(id),
+        started_at REAL NOT NULL,
+        ended_at REAL,
+        end_reason TEXT,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+        last_prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        CHECK ((ended_at IS NULL) = (end_reason IS NULL))
+    )""",
+    "CREATE UNIQUE INDEX sessions_title ON sessions(title) WHERE title IS NOT NULL",
+    "CREATE INDEX sessions_open_by_key ON sessions(session_key, started_at) WHERE ended_at IS NULL",
+    "CREATE INDEX sessions_by_parent ON sessions(parent_session_id) WHERE parent_session_id IS NOT NULL",
+    "CREATE INDEX sessions_by_start ON sessions(started_at)",
+    "CREATE INDEX sessions_by_platform ON sessions(platform, started_at)",
+    """CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+        content TEXT NOT NULL DEFAULT '',
+        tool_calls TEXT,
+        tool_call_id TEXT,
+        tool_name TEXT,
+        reasoning TEXT,
+        token_estimate INTEGER,
+        created_at REAL NOT NULL,
+        platform_message_id TEXT,
+        UNIQUE (session_id, seq)
+    )""",
+    """CREATE INDEX messages_by_platform_id ON messages(session_id, platform_message_id)
+        WHERE platform_message_id IS NOT NULL""",
+)
+
+_V1_FTS_COLUMNS: Final = ("content", "tool_name", "tool_calls")
+FTS_COLUMNS: Final = ("content", "tool_name", "tool_calls", "search_cjk")
+
+
+def _backfill_search_cjk(conn: sqlite3.Connection, chunk: int = 2000) -> None:
+    """Fill ``search_cjk`` for messages written before version 2."""
+    last_id = 0
+    while True:
+        rows = conn.execute(
+            "SELECT id, content, tool_name, tool_calls FROM messages WHERE id > ? ORDER BY id LIMIT ?",
+            (last_id, chunk),
+        ).fetchall()
+        if not rows:
+            return
+        last_id = rows[-1][0]
+        updates = []
+        for message_id, content, tool_name, tool_calls in rows:
+            tokens = message_cjk_tokens(content, tool_name, tool_calls_from_json(tool_calls))
+            if tokens is not None:
+                updates.append((tokens, message_id))
+        if updates:
+            conn.executemany("UPDATE messages SET search_cjk = ? WHERE id = ?", updates)
+
+
+_V3_GATEWAY: Final = (
+    """CREATE TABLE inbox (
+        id INTEGER PRIMARY KEY,
+        platform TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        session_key TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'accepted' CHECK (status IN ('accepted', 'done')),
+        received_at REAL NOT NULL,
+        done_at REAL,
+        UNIQUE (platform, event_id)
+    )""",
+    "CREATE INDEX inbox_unfinished ON inbox(id) WHERE status = 'accepted'",
+    "CREATE INDEX inbox_finished ON inbox(done_at) WHERE status = 'done'",
+    """CREATE TABLE outbox (
+        id INTEGER PRIMARY KEY,
+        turn_id TEXT NOT NULL,
+        platform TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        thread_id TEXT,
+        chunk_index INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        plain TEXT,
+        markup TEXT,
+        reply_to TEXT,
+        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'sent', 'failed')),
+        platform_message_id TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        last_error TEXT,
+        UNIQUE (turn_id, chunk_index)
+    )""",
+    "CREATE INDEX outbox_pending ON outbox(platform, chat_id, thread_id, id) WHERE status = 'pending'",
+    "CREATE INDEX outbox_settled ON outbox(updated_at) WHERE status != 'pending'",
+)
+
+_V4_PAIRING: Final = (
+    """CREATE TABLE pairing_codes (
+        platform TEXT NOT NULL,
+        code TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        user_name TEXT,
+        chat_id TEXT,
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        used_at REAL,
+        PRIMARY KEY (platform, code)
+    )""",
+    "CREATE INDEX pairing_codes_by_user ON pairing_codes(platform, user_id, created_at)",
+    """CREATE TABLE pairing_approvals (
+        platform TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        user_name TEXT,
+        approved_at REAL NOT NULL,
+        PRIMARY KEY (platform, user_id)
+    )""",
+    """CREATE TABLE pairing_failures (
+        id INTEGER PRIMARY KEY,
+        platform TEXT NOT NULL,
+        failed_at REAL NOT NULL
+    )""",
+    "CREATE INDEX pairing_failures_by_platform ON pairing_failures(platform, failed_at)",
+)
+
+_V5_USAGE: Final = (
+    """CREATE TABLE usage (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        at REAL NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cache_read_tokens INTEGER NOT NULL,
+        cache_write_tokens INTEGER NOT NULL,
+        cost_usd REAL NOT NULL
+    )""",
+    "CREATE INDEX usage_by_time ON usage(at)",
+    "CREATE INDEX usage_by_session ON usage(session_id)",
+)
+
+MIGRATIONS: Final[tuple[Migration, ...]] = (
+    Migration(1, "sessions, messages and word search", _statements(*_V1_CORE, *_fts_ddl(_V1_FTS_COLUMNS))),
+    Migration(
+        2,
+        "CJK search: character pairs in messages.search_cjk",
+        _steps(
+            _statements(*_DROP_FTS, "ALTER TABLE messages ADD COLUMN search_cjk TEXT"),
+            _backfill_search_cjk,
+            _statements(
+                *_fts_ddl(FTS_COLUMNS),
+                "INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')",
+                *_FTS_MERGE_SETTINGS,
+            ),
+        ),
+    ),
+    Migration(3, "gateway inbox and outbox", _statements(*_V3_GATEWAY)),
+    Migration(4, "gateway DM pairing", _statements(*_V4_PAIRING)),
+    Migration(5, "a row per model call, for usage over time", _statements(*_V5_USAGE)),
+)
+
+LATEST: Final = MIGRATIONS[-1].version

@@ -1,0 +1,122 @@
+"""Full-text search over messages, best match (BM25) first, each hit with a highlighted excerpt.
+
+The ranking query touches only the index; message text is read for the hits
+that are returned, and the excerpt is cut in Python around the first place a
+query term occurs (content first, then tool-call arguments, then the tool
+name). Highlights are marked ``«like this»``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+import aiosqlite
+
+from storage.cjk import CJK_CLASS
+from storage.query import Needle, parse_query
+from storage.records import SearchHit, tool_calls_from_json
+
+__all__ = ["HIGHLIGHT", "search", "snippet"]
+
+HIGHLIGHT: Final = ("«", "»")
+_ELLIPSIS: Final = "…"
+_BEFORE: Final = 60
+_WIDTH: Final = 200
+_MAX_LIMIT: Final = 500
+_NOT_AFTER_WORD: Final = rf"(?<![^\W_{CJK_CLASS}])"  # word start; CJK next to a word counts as a boundary
+_WORD_END: Final = rf"(?![^\W_{CJK_CLASS}])"
+
+_HIT_COLUMNS: Final = """
+    m.session_id, m.id, m.seq, m.role, m.content, m.tool_name, m.tool_calls, s.platform, m.created_at, s.title
+"""
+_SEARCH: Final = f"""
+    WITH hit AS (
+        SELECT rowid AS id, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?
+    )
+    SELECT {_HIT_COLUMNS}
+    FROM hit JOIN messages AS m ON m.id = hit.id JOIN sessions AS s ON s.id = m.session_id
+    ORDER BY hit.rank
+"""
+_SEARCH_PLATFORM: Final = f"""
+    WITH hit AS (
+        SELECT f.rowid AS id, f.rank AS rank
+        FROM messages_fts AS f JOIN messages AS m ON m.id = f.rowid JOIN sessions AS s ON s.id = m.session_id
+        WHERE f.messages_fts MATCH ? AND s.platform = ? ORDER BY f.rank LIMIT ?
+    )
+    SELECT {_HIT_COLUMNS}
+    FROM hit JOIN messages AS m ON m.id = hit.id JOIN sessions AS s ON s.id = m.session_id
+    ORDER BY hit.rank
+"""
+
+
+async def search(
+    conn: aiosqlite.Connection, *, query: str, limit: int = 20, platform: str | None = None
+) -> list[SearchHit]:
+    parsed = parse_query(query)
+    if not parsed.expression or limit <= 0:
+        return []
+    limit = min(limit, _MAX_LIMIT)
+    if platform is None:
+        rows = await conn.execute_fetchall(_SEARCH, (parsed.expression, limit))
+    else:
+        rows = await conn.execute_fetchall(_SEARCH_PLATFORM, (parsed.expression, platform, limit))
+    return [
+        SearchHit(
+            session_id=session_id,
+            message_id=message_id,
+            seq=seq,
+            role=role,
+            snippet=snippet((content, _readable_calls(tool_calls), tool_name), parsed.needles),
+            platform=hit_platform,
+            created_at=created_at,
+            session_title=title,
+        )
+        for session_id, message_id, seq, role, content, tool_name, tool_calls, hit_platform, created_at, title in rows
+    ]
+
+
+def _readable_calls(tool_calls_json: str | None) -> str | None:
+    """Tool calls as ``name arguments`` lines, for excerpts."""
+    calls = tool_calls_from_json(tool_calls_json)
+    return "\n".join(f"{call.name} {call.arguments}" for call in calls) if calls else None
+
+
+def _pattern(needles: tuple[Needle, ...]) -> re.Pattern[str] | None:
+    alternatives = []
+    for needle in sorted(needles, key=lambda n: len(n.text), reverse=True):
+        text = re.escape(needle.text)
+        if needle.cjk:
+            alternatives.append(text)
+        else:
+            end = rf"[^\W_{CJK_CLASS}]*" if needle.prefix else _WORD_END
+            alternatives.append(f"{_NOT_AFTER_WORD}{text}{end}")
+    return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
+
+
+def snippet(texts: tuple[str | None, ...], needles: tuple[Needle, ...]) -> str:
+    """An excerpt of the first text where a needle occurs, needles highlighted; else the start of the first text."""
+    pattern = _pattern(needles)
+    for text in texts:
+        if not text or pattern is None:
+            continue
+        match = pattern.search(text)
+        if match is not None:
+            return _excerpt(text, match.start(), pattern)
+    first = next((text for text in texts if text), "")
+    return _excerpt(first, 0, None)
+
+
+def _excerpt(text: str, position: int, pattern: re.Pattern[str] | None) -> str:
+    start = max(0, position - _BEFORE)
+    if start > 0:
+        space = text.find(" ", start, position)
+        start = space + 1 if space != -1 else start
+    end = min(len(text), start + _WIDTH)
+    if end < len(text):
+        space = text.rfind(" ", position, end)
+        end = space if space > position else end
+    window = " ".join(text[start:end].split())
+    if pattern is not None:
+        window = pattern.sub(lambda m: f"{HIGHLIGHT[0]}{m.group()}{HIGHLIGHT[1]}", window)
+    return (_ELLIPSIS if start > 0 else "") + window + (_ELLIPSIS if end < len(text) else "")

@@ -1,0 +1,396 @@
+"""``Store``: the gateway's durable memory, one SQLite file in WAL mode.
+
+    store = await Store.open(home / "state.db")
+    session = await store.create_session(session_key="telegram:42", platform="telegram", chat_id="42")
+    await store.append_messages(session.id, [NewMessage("user", "hello")])
+    history = await store.load_messages(session.id)
+    await store.close()
+
+or ``async with await Store.open(path) as store: ...``. One store can be
+shared by every task of a process. All methods are coroutines and the event
+loop never waits on SQLite: writes go through the group-commit writer
+(``storage/writer.py``) and its connection thread, reads through a small
+pool of aiosqlite reader connections, and a maintenance connection runs
+passive checkpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from storage import inbox, lineage, messages, outbox, pairing, search, sessions
+from storage.cache import HistoryCache
+from storage.connection import SYNCHRONOUS_MODES, Role, connect, create_private_file
+from storage.errors import SessionNotFoundError, StorageError, StoreClosedError
+from storage.ids import new_session_id
+from storage.log import log
+from storage.maintenance import Maintenance, WalProgress
+from storage.migrations import upgrade
+from storage.readers import Readers
+from storage.records import (
+    InboxRecord,
+    MessageRecord,
+    NewMessage,
+    OutboxChunk,
+    OutboxRecord,
+    PairingCode,
+    SearchHit,
+    SessionRecord,
+    UsageTotals,
+)
+from storage.retry import DEFAULT_RETRY, RetryPolicy
+from storage.titles import clean_title
+from storage.transaction import call_with_retry, retry_busy
+from storage.worker import ConnectionThread
+from storage.writer import MergePolicy, Writer
+
+__all__ = ["Store"]
+
+T = TypeVar("T")
+
+
+class _State(enum.Enum):
+    OPEN = "open"
+    CLOSING = "closing"  # draining queued writes; new ones are refused
+    CLOSED = "closed"
+
+
+class Store:
+    """Sessions, messages, lineage, search and the gateway's inbox, outbox and pairing. Use ``Store.open``."""
+
+    def __init__(
+        self,
+        path: Path,
+        writer_thread: ConnectionThread,
+        readers: Readers,
+        maintenance: Maintenance,
+        writer: Writer,
+        *,
+        clock: Callable[[], float],
+        history_cache_messages: int,
+    ) -> None:
+        self.path = path
+        self._writer_thread = writer_thread
+        self._readers = readers
+        self._maintenance = maintenance
+        self._writer = writer
+        self._clock = clock
+        self._cache = HistoryCache(history_cache_messages)
+        self._state = _State.OPEN
+
+    @classmethod
+    async def open(
+        cls,
+        path: Path | str,
+        *,
+        synchronous: str = "normal",
+        retry: RetryPolicy = DEFAULT_RETRY,
+        readers: int = 2,
+        history_cache_messages: int = 20_000,
+        checkpoint_interval: float = 0.5,
+        merge: MergePolicy | None = MergePolicy(),
+        clock: Callable[[], float] = time.time,
+    ) -> Store:
+        """Open (creating it 0600 if needed) and migrate the database at ``path``; ``close()`` it after.
+
+        ``synchronous`` is ``"normal"`` (durable across process crashes, the
+        default) or ``"full"`` (also across power loss). Raises
+        ``SchemaTooNewError`` if a newer build has migrated the file. The
+        keyword arguments after it tune the engine; the defaults are what the
+        gateway uses.
+        """
+        if synchronous not in SYNCHRONOUS_MODES:
+            raise ValueError(f"synchronous must be one of {sorted(SYNCHRONOUS_MODES)}, not {synchronous!r}")
+        path = Path(path)
+        await asyncio.to_thread(create_private_file, path)
+        opened: list[Callable[[], Awaitable[None]]] = []
+        try:
+            writer_thread = await retry_busy(
+                partial(ConnectionThread.open, path, Role.WRITER, synchronous=synchronous), retry=retry, what="open"
+            )
+            opened.append(writer_thread.close)
+            version = await call_with_retry(writer_thread, partial(upgrade, path=path), retry=retry, what="migrate")
+            pool = await Readers.open(path, count=readers, synchronous=synchronous)
+            opened.append(pool.close)
+            maintenance_conn = await connect(path, Role.MAINTENANCE, synchronous=synchronous)
+            opened.append(maintenance_conn.close)
+        except BaseException:
+            for close in reversed(opened):
+                await close()
+            raise
+        progress = WalProgress()
+        writer = Writer(writer_thread, retry=retry, clock=clock, merge=merge, progress=progress)
+        maintenance = Maintenance(maintenance_conn, progress, interval=checkpoint_interval)
+        writer.start()
+        maintenance.start()
+        log.info("storage.opened", path=str(path), schema_version=version, synchronous=synchronous)
+        return cls(
+            path, writer_thread, pool, maintenance, writer, clock=clock, history_cache_messages=history_cache_messages
+        )
+
+    async def close(self) -> None:
+        """Finish queued writes, checkpoint the WAL into the database and close. Idempotent."""
+        if self._state is not _State.OPEN:
+            return
+        self._state = _State.CLOSING
+        try:
+            await self._writer.close()
+        finally:
+            await self._maintenance.close()
+            await self._readers.close()
+            try:
+                await self._writer_thread.call(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+            finally:
+                await self._writer_thread.close()
+                self._state = _State.CLOSED
+                self._cache.clear()
+        log.info("storage.closed", path=str(self.path))
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    @property
+    def is_open(self) -> bool:
+        return self._state is _State.OPEN
+
+    async def ping(self) -> bool:
+        """True if the database answers a trivial read (for /health)."""
+        if self._state is not _State.OPEN:
+            return False
+        try:
+            rows = await self._readers.run(lambda conn: conn.execute_fetchall("SELECT 1"))
+        except StorageError:
+            return False
+        return list(rows) == [(1,)]
+
+    # -- sessions --------------------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        *,
+        session_key: str,
+        platform: str,
+        chat_id: str,
+        chat_type: str | None = None,
+        thread_id: str | None = None,
+        user_id: str | None = None,
+        title: str | None = None,
+        model: str | None = None,
+        system_prompt: str | None = None,
+        parent_session_id: str | None = None,
+        session_id: str | None = None,
+    ) -> SessionRecord:
+        """Start a session; ``system_prompt`` is the frozen snapshot it runs with. ``session_id`` defaults to a
+        new time-sortable id (callers needing it early pass one from ``storage.ids.new_session_id()``)."""
+        new = sessions.NewSession(
+            session_key=session_key, platform=platform, chat_id=chat_id, chat_type=chat_type, thread_id=thread_id,
+            user_id=user_id, title=clean_title(title), model=model, system_prompt=system_prompt,
+            parent_session_id=parent_session_id,
+        )  # fmt: skip
+        now = self._clock()
+        op = partial(sessions.insert_session, new=new, session_id=session_id or new_session_id(now), started_at=now)
+        return await self._write(op)
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        return await self._read(partial(sessions.fetch_session, session_id=session_id))
+
+    async def end_session(self, session_id: str, reason: str) -> bool:
+        """End a session. The first reason wins: False if it had already ended (``SessionNotFoundError`` if unknown)."""
+        return await self._write(partial(sessions.end_session, session_id=session_id, reason=reason,
+                                         ended_at=self._clock()))  # fmt: skip
+
+    async def set_title(self, session_id: str, title: str | None) -> str | None:
+        """Title a session (unique across sessions); None or blank clears it. Returns the cleaned title."""
+        return await self._write(partial(sessions.set_title, session_id=session_id, title=title))
+
+    async def list_sessions(self, platform: str | None = None, limit: int = 50) -> list[SessionRecord]:
+        return await self._read(partial(sessions.list_sessions, platform=platform, limit=limit))
+
+    async def find_open_session(self, session_key: str) -> SessionRecord | None:
+        """The newest session of ``session_key`` that has not ended."""
+        return await self._read(partial(sessions.find_open_session, session_key=session_key))
+
+    async def add_usage(
+        self, session_id: str, *, input_tokens: int = 0, output_tokens: int = 0, cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0, last_prompt_tokens: int = 0, cost_usd: float = 0.0,
+    ) -> None:  # fmt: skip
+        """Add one model call's usage; ``last_prompt_tokens`` replaces the previous value."""
+        usage = sessions.Usage(
+            input_tokens=input_tokens, output_tokens=output_tokens, cache_read_tokens=cache_read_tokens,
+            cache_write_tokens=cache_write_tokens, last_prompt_tokens=last_prompt_tokens, cost_usd=cost_usd,
+        )  # fmt: skip
+        await self._write(partial(sessions.add_usage, session_id=session_id, usage=usage, now=self._clock()))
+
+    async def usage_since(self, since: float) -> UsageTotals:
+        """Every session's model calls at or after ``since`` (epoch seconds), summed."""
+        return await self._read(partial(sessions.usage_since, since=since))
+
+    # -- messages --------------------------------------------------------------------------------
+
+    async def append_messages(self, session_id: str, new: Sequence[NewMessage]) -> list[MessageRecord]:
+        """Append messages in order; returns once they are committed."""
+        self._check_open()
+        if not new:
+            return []
+        records = await self._writer.append(messages.prepare_append(session_id, new))
+        self._cache.extend(session_id, records)
+        return records
+
+    async def load_messages(self, session_id: str) -> list[MessageRecord]:
+        """The whole history of a session, ordered by ``seq``."""
+        cached = self._cache.get(session_id)
+        if cached is None:
+            records = await self._read(partial(messages.load_messages, session_id=session_id))
+            if not records and await self.get_session(session_id) is None:
+                raise SessionNotFoundError(session_id)
+            self._cache.put(session_id, records)
+            return records
+        last_seq = await self._read(partial(messages.last_seq, session_id=session_id))
+        if last_seq is None:
+            self._cache.discard(session_id)
+            raise SessionNotFoundError(session_id)
+        return await self._revalidate(session_id, last_seq)
+
+    async def _revalidate(self, session_id: str, last_seq: int) -> list[MessageRecord]:
+        """Serve from the cache if it ends at ``last_seq``; read just the tail if others appended."""
+        cached = self._cache.get(session_id) or []
+        cached_last = cached[-1].seq if cached else 0
+        if len(cached) == cached_last:  # gap-free, as histories always are
+            if cached_last == last_seq:
+                return cached
+            if cached_last < last_seq:
+                tail = await self._read(partial(messages.load_messages, session_id=session_id, after_seq=cached_last))
+                if not tail or tail[0].seq == cached_last + 1:
+                    merged = cached + tail
+                    self._cache.put(session_id, merged)
+                    return merged
+        records = await self._read(partial(messages.load_messages, session_id=session_id))
+        self._cache.put(session_id, records)
+        return records
+
+    # -- lineage ---------------------------------------------------------------------------------
+
+    async def split_session(
+        self, parent_id: str, new: Sequence[NewMessage], *, system_prompt: str | None = None
+    ) -> SessionRecord:
+        """End ``parent_id`` for compression and continue in a child holding ``new`` (one transaction)."""
+        request = messages.prepare_append("", new)
+        now = self._clock()
+        op = partial(lineage.split_session, parent_id=parent_id, request=request, system_prompt=system_prompt,
+                     child_id=new_session_id(now), now=now)  # fmt: skip
+        return await self._write(op)
+
+    async def lineage(self, session_id: str) -> list[SessionRecord]:
+        """The chain ``session_id`` belongs to, root first, newest last."""
+        return await self._read(partial(lineage.chain, session_id=session_id))
+
+    async def resolve_title(self, title: str) -> SessionRecord | None:
+        """The newest session of the chain whose session carries ``title``."""
+        return await self._read(partial(lineage.resolve_title, title=title))
+
+    # -- search ----------------------------------------------------------------------------------
+
+    async def search(self, query: str, *, limit: int = 20, platform: str | None = None) -> list[SearchHit]:
+        """Full-text search over message text, tool names and tool-call arguments, best match first."""
+        return await self._read(partial(search.search, query=query, limit=limit, platform=platform))
+
+    # -- gateway inbox and outbox ----------------------------------------------------------------
+
+    async def inbox_accept(self, platform: str, event_id: str, session_key: str, payload: Mapping[str, Any]) -> bool:
+        """Record an inbound event; False if this (platform, event_id) was seen before."""
+        return await self._write(partial(inbox.accept, platform=platform, event_id=event_id, session_key=session_key,
+                                         payload=payload, now=self._clock()))  # fmt: skip
+
+    async def inbox_mark_done(self, platform: str, event_id: str) -> bool:
+        return await self._write(partial(inbox.mark_done, platform=platform, event_id=event_id, now=self._clock()))
+
+    async def inbox_unfinished(self) -> list[InboxRecord]:
+        """Accepted events not yet done, oldest first (to resume after a restart)."""
+        return await self._read(inbox.unfinished)
+
+    async def inbox_prune(self, older_than: float) -> int:
+        """Forget finished events done before ``older_than`` (epoch seconds); returns how many."""
+        return await self._write(partial(inbox.prune, older_than=older_than))
+
+    async def outbox_add(
+        self, turn_id: str, platform: str, chat_id: str, thread_id: str | None, chunks: Sequence[str | OutboxChunk]
+    ) -> list[OutboxRecord]:
+        """Queue a reply's chunks for delivery, in order; the same rows again if the turn was queued before."""
+        queued = tuple(OutboxChunk(text=c) if isinstance(c, str) else c for c in chunks)
+        return await self._write(partial(outbox.add, turn_id=turn_id, platform=platform, chat_id=chat_id,
+                                         thread_id=thread_id, chunks=queued, now=self._clock()))  # fmt: skip
+
+    async def outbox_mark_sent(self, outbox_id: int, platform_message_id: str | None) -> bool:
+        return await self._write(partial(outbox.mark_sent, outbox_id=outbox_id,
+                                         platform_message_id=platform_message_id, now=self._clock()))  # fmt: skip
+
+    async def outbox_mark_failed(self, outbox_id: int, error: str, *, give_up: bool = False) -> bool:
+        """Count a failed delivery attempt; with ``give_up`` the chunk leaves the pending list."""
+        return await self._write(partial(outbox.mark_failed, outbox_id=outbox_id, error=error, give_up=give_up,
+                                         now=self._clock()))  # fmt: skip
+
+    async def outbox_pending(self) -> list[OutboxRecord]:
+        """Undelivered chunks, grouped by chat and in order within each chat."""
+        return await self._read(outbox.pending)
+
+    async def outbox_prune(self, older_than: float) -> int:
+        """Forget sent or failed chunks settled before ``older_than``; returns how many."""
+        return await self._write(partial(outbox.prune, older_than=older_than))
+
+    # -- gateway DM pairing ----------------------------------------------------------------------
+
+    async def pairing_add_code(self, code: PairingCode) -> None:
+        await self._write(partial(pairing.add_code, code=code))
+
+    async def pairing_latest_code(self, platform: str, user_id: str) -> PairingCode | None:
+        """The newest code offered to this user (used or expired ones included)."""
+        return await self._read(partial(pairing.latest_code, platform=platform, user_id=user_id))
+
+    async def pairing_take_code(self, platform: str, code: str, now: float) -> PairingCode | None:
+        """Use up an unused, unexpired code, once; None if there is no such code."""
+        return await self._write(partial(pairing.take_code, platform=platform, code=code, now=now))
+
+    async def pairing_record_failure(self, platform: str, now: float) -> None:
+        await self._write(partial(pairing.record_failure, platform=platform, now=now))
+
+    async def pairing_failures_since(self, platform: str, since: float) -> int:
+        return await self._read(partial(pairing.failures_since, platform=platform, since=since))
+
+    async def pairing_approve(self, platform: str, user_id: str, user_name: str | None, now: float) -> None:
+        await self._write(partial(pairing.approve, platform=platform, user_id=user_id, user_name=user_name, now=now))
+
+    async def pairing_is_approved(self, platform: str, user_id: str) -> bool:
+        return await self._read(partial(pairing.is_approved, platform=platform, user_id=user_id))
+
+    async def pairing_revoke(self, platform: str, user_id: str) -> bool:
+        """Take an approval back; False if the user was not approved."""
+        return await self._write(partial(pairing.revoke, platform=platform, user_id=user_id))
+
+    # -- plumbing --------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._state is not _State.OPEN:
+            raise StoreClosedError()
+
+    async def _write(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        self._check_open()
+        return await self._writer.run(op)
+
+    async def _read(self, query: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+        self._check_open()
+        return await self._readers.run(query)

@@ -1,0 +1,76 @@
+"""A real in-process gateway: real storage, the real agent through the anthropic SDK against the
+fake model server, and the loopback adapter in place of a platform."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest_asyncio
+import yaml
+
+from config import load_config
+from gateway.access import AccessPolicy
+from gateway.agent_factory import build_agent
+from gateway.app import Gateway
+from gateway.runner import search_function
+from storage import Store
+from tests.fakes.adapter import LoopbackAdapter
+from tests.fakes.model_server import ModelServer
+
+
+@dataclass
+class Running:
+    gateway: Gateway
+    adapter: LoopbackAdapter
+    store: Store
+    home: Path
+
+
+GatewayFactory = Callable[..., Awaitable[Running]]
+
+
+def write_config(home: Path, server: ModelServer, overrides: dict | None = None) -> Path:
+    config: dict = {
+        "model": {"provider": "anthropic", "name": "claude-sonnet-4-6", "api_key": "test", "base_url": server.base_url},
+        "sessions": {"debounce_ms": 0},
+        "health": {"port": 0},
+        "logging": {"console": False},
+        "gateway": {"drain_timeout": 2},
+    }
+    for section, values in (overrides or {}).items():
+        config.setdefault(section, {}).update(values)
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+@pytest_asyncio.fixture
+async def start_gateway(model_server: ModelServer, tmp_path: Path) -> AsyncIterator[GatewayFactory]:
+    """Start gateways on demand; every one started is shut down at the end."""
+    started: list[Running] = []
+
+    async def start(
+        overrides: dict | None = None,
+        *,
+        policy: AccessPolicy = AccessPolicy(allow_all=True),
+        adapter: LoopbackAdapter | None = None,
+        home: Path | None = None,
+    ) -> Running:
+        home = home or tmp_path / "home"
+        path = write_config(home, model_server, overrides)
+        loaded = load_config(path, {"SWITCHBOARD_HOME": str(home)}, create_home=True)
+        store = await Store.open(loaded.db_path)
+        agent = build_agent(loaded, search=search_function(store))
+        adapter = adapter or LoopbackAdapter()
+        gateway = Gateway(loaded, store, [adapter], agent, extra_access={"loopback": policy})
+        await gateway.start()
+        running = Running(gateway, adapter, store, home)
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        await running.gateway.shutdown()

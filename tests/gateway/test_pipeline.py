@@ -1,0 +1,145 @@
+"""The gateway end to end: loopback adapter -> intake -> lanes -> agent (real SDK, fake model) -> delivery."""
+
+from __future__ import annotations
+
+import asyncio
+
+from adapters.base import RateLimited
+from gateway.access import AccessPolicy
+from gateway.events import ChatType, Markup
+from tests.fakes.model_server import ModelServer, Text, Timeout
+from tests.gateway.conftest import GatewayFactory
+
+
+async def eventually(predicate, *, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    """Wait until ``predicate()`` holds (the timeout only stops a hang)."""
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.02)
+
+
+async def test_a_dm_gets_a_reply_and_everything_is_stored(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway()
+    model_server.script(Text("**Hello** back"))
+    message = await running.adapter.inject("hello there", chat_id="c1")
+    (sent,) = await running.adapter.wait_sent(1)
+    assert sent.chat_id == "c1" and sent.reply_to == message.message_id
+    assert sent.text == "Hello back" and sent.markup is Markup.PLAIN  # the plain dialect drops the markers
+    (session,) = await running.store.list_sessions()
+    stored = await running.store.load_messages(session.id)
+    assert [(m.role, m.content) for m in stored] == [("user", "hello there"), ("assistant", "**Hello** back")]
+    assert session.input_tokens + session.cache_read_tokens + session.cache_write_tokens > 0
+    assert await running.store.inbox_unfinished() == []
+
+
+async def test_order_per_session_and_concurrency_across_sessions(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway()
+    model_server.responder = lambda record: Text("re: " + record.last_user_text)
+    for index in range(3):
+        for chat in ("a", "b", "c"):
+            await running.adapter.inject(f"{chat}{index}", chat_id=chat)
+            await asyncio.sleep(0)
+    # Messages that arrive during a turn are answered together in the next one, so count texts, not replies.
+    await eventually(lambda: all(f"{c}{i}" in " ".join(running.adapter.texts(c)) for c in "abc" for i in range(3)))
+    for chat in ("a", "b", "c"):
+        joined = " ".join(running.adapter.texts(chat))
+        positions = [joined.index(f"{chat}{i}") for i in range(3)]
+        assert positions == sorted(positions)
+        assert all(joined.count(f"{chat}{i}") == 1 for i in range(3))  # each message answered once
+    # Every session got its own conversation with the model.
+    assert len({r.body["messages"][0]["content"][0]["text"] for r in model_server.requests}) == 3
+
+
+async def test_messages_sent_during_a_turn_are_answered_together(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway()
+    model_server.responder = lambda record: Text("re: " + record.last_user_text)
+    model_server.script(Timeout(seconds=1.0))
+    await running.adapter.inject("first")
+    while not model_server.requests:
+        await asyncio.sleep(0.01)
+    await running.adapter.inject("second")
+    await running.adapter.inject("third")
+    await eventually(lambda: any("third" in t for t in running.adapter.texts()))
+    texts = running.adapter.texts()
+    assert len(texts) == 2 and "second" in texts[1] and "third" in texts[1], texts
+
+
+async def test_stop_cancels_the_running_turn(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway()
+    model_server.script(Timeout(seconds=10))
+    await running.adapter.inject("write me a novel")
+    while not model_server.requests:
+        await asyncio.sleep(0.01)
+    await running.adapter.inject("/stop")
+    (reply,) = await running.adapter.wait_sent(1)
+    assert reply.text.startswith("Stopped.")
+    await asyncio.sleep(0.2)
+    assert await running.store.inbox_unfinished() == []
+
+
+async def test_group_messages_need_a_mention(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway(policy=AccessPolicy(allow_all=True, require_mention=True))
+    await running.adapter.inject("chatter", chat_type=ChatType.GROUP, chat_id="g")
+    await running.adapter.inject("@loopbot help me", chat_type=ChatType.GROUP, chat_id="g", mentioned=True)
+    (reply,) = await running.adapter.wait_sent(1)
+    assert "help me" in reply.text
+    assert len(model_server.requests) == 1
+
+
+async def test_unknown_users_get_a_pairing_code_and_can_be_approved(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway(policy=AccessPolicy())
+    await running.adapter.inject("hi", user_id="stranger")
+    (offer,) = await running.adapter.wait_sent(1)
+    assert "pairing code" in offer.text and "stranger" in offer.text
+    code = offer.text.split("pairing code: ")[1].split()[0]
+    await running.adapter.inject("hi again", user_id="stranger")
+    await asyncio.sleep(0.2)
+    assert len(running.adapter.sent) == 1  # no second code within 10 minutes, and no agent turn
+    approval = await running.gateway.intake._pairing.approve("loopback", code)
+    assert approval.user_id == "stranger"
+    await running.adapter.inject("now?", user_id="stranger")
+    await running.adapter.wait_sent(2)
+    assert "now?" in running.adapter.texts()[-1]
+
+
+async def test_whoami_works_for_strangers(start_gateway: GatewayFactory) -> None:
+    running = await start_gateway(policy=AccessPolicy())
+    await running.adapter.inject("/whoami", user_id="u42", user_name="Ada")
+    (reply,) = await running.adapter.wait_sent(1)
+    assert "u42" in reply.text and "Ada" in reply.text and "not on the list" in reply.text
+
+
+async def test_long_reply_is_chunked_in_order_and_rejected_markup_falls_back_to_plain(
+    start_gateway: GatewayFactory, model_server: ModelServer
+) -> None:
+    running = await start_gateway()
+    running.adapter.reject_markup = True
+    paragraphs = [f"Paragraph {i}: " + "word " * 150 for i in range(12)]
+    model_server.script(Text("\n\n".join(paragraphs)))
+    await running.adapter.inject("tell me a lot")
+    await asyncio.sleep(0.5)
+    sent = running.adapter.texts()
+    assert len(sent) >= 3
+    assert all(len(text) <= 4096 for text in sent)
+    joined = " ".join(sent)
+    assert [joined.index(f"Paragraph {i}:") for i in range(12)] == sorted(joined.index(f"Paragraph {i}:") for i in range(12))
+
+
+async def test_rate_limited_chunks_wait_and_are_sent_once(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway()
+    running.adapter.failures = [RateLimited(0.05)]
+    model_server.script(Text("after the pause"))
+    await running.adapter.inject("hi")
+    (reply,) = await running.adapter.wait_sent(1)
+    assert reply.text == "after the pause"
+    await asyncio.sleep(0.2)
+    assert len(running.adapter.sent) == 1
+
+
+async def test_a_redelivered_event_is_answered_once(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway()
+    await running.adapter.inject("hello", event_id="evt-1")
+    await running.adapter.inject("hello", event_id="evt-1")
+    await running.adapter.wait_sent(1)
+    await asyncio.sleep(0.3)
+    assert len(running.adapter.sent) == 1 and len(model_server.requests) == 1

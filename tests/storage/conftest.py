@@ -1,0 +1,35 @@
+"""Fixtures for the storage tests: a fresh store in a temporary directory, closed afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from storage import NewMessage, SessionRecord, Store
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "state.db"
+
+
+@pytest_asyncio.fixture
+async def store(db_path: Path) -> AsyncIterator[Store]:
+    opened = await Store.open(db_path)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+async def new_session(store: Store, key: str = "telegram:1", **fields: object) -> SessionRecord:
+    defaults: dict[str, object] = {"platform": "telegram", "chat_id": key.rsplit(":", 1)[-1]}
+    defaults.update(fields)
+    return await store.create_session(session_key=key, **defaults)  # type: ignore[arg-type]
+
+
+def user(text: str) -> NewMessage:
+    return NewMessage("user", text)

@@ -1,0 +1,160 @@
+"""The gateway's durable inbox, outbox and DM pairing state."""
+
+from __future__ import annotations
+
+import asyncio
+
+from storage import OutboxChunk, PairingCode, Store
+
+
+async def test_inbox_accepts_each_event_once(store: Store) -> None:
+    payload = {"text": "hello", "from": {"id": 7}, "emoji": "😀"}
+    assert await store.inbox_accept("telegram", "u1", "telegram:7", payload) is True
+    assert await store.inbox_accept("telegram", "u1", "telegram:7", {"text": "redelivered"}) is False
+    assert await store.inbox_accept("discord", "u1", "discord:7", {}) is True  # ids are per platform
+    (first, second) = await store.inbox_unfinished()
+    assert (first.platform, first.event_id, first.session_key, first.payload) == ("telegram", "u1", "telegram:7", payload)
+    assert first.status == "accepted" and first.done_at is None
+    assert second.platform == "discord"
+
+
+async def test_concurrent_duplicates_are_accepted_once(store: Store) -> None:
+    results = await asyncio.gather(*(store.inbox_accept("slack", "Ev1", "slack:T:C", {}) for _ in range(10)))
+    assert sorted(results) == [False] * 9 + [True]
+
+
+async def test_done_events_leave_the_unfinished_list_in_arrival_order(store: Store) -> None:
+    for n in range(5):
+        await store.inbox_accept("telegram", f"u{n}", "telegram:1", {"n": n})
+    assert await store.inbox_mark_done("telegram", "u1") is True
+    assert await store.inbox_mark_done("telegram", "u1") is False
+    assert await store.inbox_mark_done("telegram", "nope") is False
+    assert [r.event_id for r in await store.inbox_unfinished()] == ["u0", "u2", "u3", "u4"]
+
+
+async def test_inbox_prune_forgets_only_old_finished_events(store: Store) -> None:
+    await store.inbox_accept("telegram", "old", "telegram:1", {})
+    await store.inbox_accept("telegram", "open", "telegram:1", {})
+    await store.inbox_mark_done("telegram", "old")
+    assert await store.inbox_prune(older_than=0) == 0
+    assert await store.inbox_prune(older_than=10**12) == 1
+    assert await store.inbox_accept("telegram", "old", "telegram:1", {}) is True  # outside the dedup window now
+    assert [r.event_id for r in await store.inbox_unfinished()] == ["open", "old"]
+
+
+async def test_outbox_keeps_chunks_in_order_per_chat(store: Store) -> None:
+    a = await store.outbox_add("turn-a", "telegram", "1", None, ["a0", "a1", "a2"])
+    b = await store.outbox_add("turn-b", "slack", "C", "ts", ["b0"])
+    c = await store.outbox_add("turn-c", "telegram", "1", None, ["c0"])
+    assert [r.chunk_index for r in a] == [0, 1, 2] and [r.id for r in a] == sorted(r.id for r in a)
+    assert all(r.status == "pending" and r.attempts == 0 for r in a + b + c)
+    pending = await store.outbox_pending()
+    assert [(r.platform, r.text) for r in pending] == [("slack", "b0"), ("telegram", "a0"), ("telegram", "a1"),
+                                                      ("telegram", "a2"), ("telegram", "c0")]  # fmt: skip
+    assert pending[0] == b[0] and pending[0].thread_id == "ts" and pending[-1] == c[0]
+
+
+async def test_outbox_chunks_keep_their_rendering(store: Store) -> None:
+    chunks = [
+        OutboxChunk(text="<b>hi</b>", plain="hi", markup="html", reply_to="m1"),
+        OutboxChunk(text="second", markup="html"),
+    ]
+    queued = await store.outbox_add("turn-r", "telegram", "1", None, chunks)
+    assert [(r.text, r.plain, r.markup, r.reply_to) for r in queued] == [
+        ("<b>hi</b>", "hi", "html", "m1"),
+        ("second", None, "html", None),
+    ]
+    assert await store.outbox_pending() == queued
+
+
+async def test_outbox_add_is_idempotent_per_turn(store: Store) -> None:
+    first = await store.outbox_add("turn-1", "telegram", "1", None, ["x", "y"])
+    again = await store.outbox_add("turn-1", "telegram", "1", None, ["x", "y"])
+    assert first == again
+    assert len(await store.outbox_pending()) == 2
+
+
+async def test_outbox_sent_and_failed(store: Store) -> None:
+    ids = [r.id for r in await store.outbox_add("turn-1", "telegram", "1", None, ["x", "y", "z"])]
+    assert await store.outbox_mark_sent(ids[0], "tg-msg-9") is True
+    assert await store.outbox_mark_sent(ids[0], "tg-msg-10") is False
+    assert await store.outbox_mark_failed(ids[1], "timeout") is True
+    assert await store.outbox_mark_failed(ids[2], "403 forbidden", give_up=True) is True
+    pending = await store.outbox_pending()
+    assert [r.id for r in pending] == [ids[1]]
+    assert pending[0].attempts == 1 and pending[0].last_error == "timeout" and pending[0].status == "pending"
+    replay = await store.outbox_add("turn-1", "telegram", "1", None, ["x", "y", "z"])
+    assert [(r.status, r.platform_message_id) for r in replay] == [("sent", "tg-msg-9"), ("pending", None),
+                                                                  ("failed", None)]  # fmt: skip
+    assert await store.outbox_prune(older_than=10**12) == 2
+    assert [r.id for r in await store.outbox_pending()] == [ids[1]]
+
+
+def code(value: str, user: str = "u1", *, at: float = 1000.0, ttl: float = 3600.0) -> PairingCode:
+    return PairingCode(code=value, platform="telegram", user_id=user, user_name="Ann", chat_id="c1",
+                       created_at=at, expires_at=at + ttl)  # fmt: skip
+
+
+async def test_pairing_codes_are_taken_once_and_only_while_valid(store: Store) -> None:
+    await store.pairing_add_code(code("ABCD2345"))
+    await store.pairing_add_code(code("EXPIRED9", at=0.0, ttl=10.0))
+    assert await store.pairing_take_code("discord", "ABCD2345", now=1001.0) is None  # codes are per platform
+    assert await store.pairing_take_code("telegram", "EXPIRED9", now=1001.0) is None
+    taken = await store.pairing_take_code("telegram", "ABCD2345", now=1001.0)
+    assert taken is not None and (taken.user_id, taken.user_name, taken.chat_id) == ("u1", "Ann", "c1")
+    assert taken.used_at == 1001.0
+    assert await store.pairing_take_code("telegram", "ABCD2345", now=1002.0) is None
+
+
+async def test_concurrent_takes_of_one_code_succeed_once(store: Store) -> None:
+    await store.pairing_add_code(code("RACE2345"))
+    results = await asyncio.gather(*(store.pairing_take_code("telegram", "RACE2345", now=1001.0) for _ in range(10)))
+    assert sum(result is not None for result in results) == 1
+
+
+async def test_latest_code_is_the_newest_offered(store: Store) -> None:
+    assert await store.pairing_latest_code("telegram", "u1") is None
+    await store.pairing_add_code(code("FIRST234", at=1000.0))
+    await store.pairing_add_code(code("SECOND23", at=2000.0))
+    await store.pairing_add_code(code("OTHER234", user="u2", at=3000.0))
+    latest = await store.pairing_latest_code("telegram", "u1")
+    assert latest is not None and latest.code == "SECOND23"
+
+
+async def test_approvals_and_revocation(store: Store) -> None:
+    assert await store.pairing_is_approved("telegram", "u1") is False
+    await store.pairing_approve("telegram", "u1", "Ann", now=1.0)
+    await store.pairing_approve("telegram", "u1", "Ann B.", now=2.0)  # approving again is harmless
+    assert await store.pairing_is_approved("telegram", "u1") is True
+    assert await store.pairing_is_approved("slack", "u1") is False
+    assert await store.pairing_revoke("telegram", "u1") is True
+    assert await store.pairing_revoke("telegram", "u1") is False
+    assert await store.pairing_is_approved("telegram", "u1") is False
+
+
+async def test_failures_are_counted_per_platform_and_window(store: Store) -> None:
+    for at in (10.0, 20.0, 30.0):
+        await store.pairing_record_failure("telegram", now=at)
+    await store.pairing_record_failure("slack", now=25.0)
+    assert await store.pairing_failures_since("telegram", 15.0) == 2
+    assert await store.pairing_failures_since("telegram", 0.0) == 3
+    assert await store.pairing_failures_since("discord", 0.0) == 0
+
+
+async def test_usage_since_sums_model_calls_across_sessions(store: Store) -> None:
+    timed = await Store.open(store.path, clock=lambda: 100.0)
+    try:
+        first = await timed.create_session(session_key="telegram:1", platform="telegram", chat_id="1")
+        second = await timed.create_session(session_key="telegram:2", platform="telegram", chat_id="2")
+        await timed.add_usage(first.id, input_tokens=10, output_tokens=1, cost_usd=0.5)
+    finally:
+        await timed.close()
+    await store.add_usage(second.id, input_tokens=5, output_tokens=2, cache_read_tokens=3, cache_write_tokens=4,
+                          last_prompt_tokens=9, cost_usd=0.25)  # fmt: skip
+    everything = await store.usage_since(0.0)
+    assert (everything.calls, everything.input_tokens, everything.output_tokens) == (2, 15, 3)
+    assert (everything.cache_read_tokens, everything.cache_write_tokens) == (3, 4)
+    assert everything.cost_usd == 0.75
+    recent = await store.usage_since(1000.0)
+    assert (recent.calls, recent.input_tokens) == (1, 5)
+    assert (await store.usage_since(10**12)).calls == 0

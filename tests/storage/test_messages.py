@@ -1,0 +1,157 @@
+"""Appending and loading messages: order, fields, group commit, and the history cache's coherence."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agent.messages import ChatMessage, ToolCall
+from storage import MergePolicy, MessageRecord, NewMessage, SessionNotFoundError, Store, ToolCallRecord
+from tests.storage.conftest import new_session, user
+
+
+def turn(n: int) -> list[NewMessage]:
+    call = {"id": f"call_{n}", "name": "read_file", "arguments": '{"path": "/tmp/x.py"}'}
+    return [
+        NewMessage("user", f"question {n}", platform_message_id=f"pm{n}", token_estimate=4),
+        NewMessage("assistant", "", tool_calls=[call], reasoning="need the file"),
+        NewMessage("tool", "print('hi')", tool_call_id=f"call_{n}", tool_name="read_file"),
+        NewMessage("assistant", f"answer {n}"),
+    ]
+
+
+async def test_append_returns_records_that_load_back_equal(store: Store) -> None:
+    session = await new_session(store)
+    appended = await store.append_messages(session.id, turn(1))
+    assert [m.seq for m in appended] == [1, 2, 3, 4]
+    assert appended[1].tool_calls == (ToolCallRecord("call_1", "read_file", '{"path": "/tmp/x.py"}'),)
+    assert appended[0].platform_message_id == "pm1" and appended[0].token_estimate == 4
+    assert await store.load_messages(session.id) == appended
+
+
+async def test_records_convert_to_the_agent_message_type(store: Store) -> None:
+    session = await new_session(store)
+    agent_messages = [
+        ChatMessage.user("hi"),
+        ChatMessage.assistant("", [ToolCall("c1", "terminal", '{"cmd": "ls"}')]),
+        ChatMessage.tool("c1", "a.txt", tool_name="terminal"),
+    ]
+    new = [NewMessage(**{k: v for k, v in m.to_dict().items() if k != "meta"}) for m in agent_messages]
+    records = await store.append_messages(session.id, new)
+    assert [ChatMessage.from_dict(r.to_dict()) for r in records] == agent_messages
+
+
+async def test_appends_keep_submission_order_under_concurrency(store: Store) -> None:
+    session = await new_session(store)
+    results = await asyncio.gather(*(store.append_messages(session.id, [user(f"m{i}")]) for i in range(200)))
+    assert [r[0].seq for r in results] == list(range(1, 201))
+    loaded = await store.load_messages(session.id)
+    assert [m.content for m in loaded] == [f"m{i}" for i in range(200)]
+
+
+async def test_appending_to_an_unknown_session_fails_alone(store: Store) -> None:
+    good = await new_session(store)
+    outcomes = await asyncio.gather(
+        store.append_messages(good.id, [user("one")]),
+        store.append_messages("missing", [user("lost")]),
+        store.append_messages(good.id, [user("two")]),
+        return_exceptions=True,
+    )
+    assert isinstance(outcomes[1], SessionNotFoundError)
+    assert [m.content for m in await store.load_messages(good.id)] == ["one", "two"]
+    with pytest.raises(SessionNotFoundError):
+        await store.load_messages("missing")
+
+
+async def test_a_failing_operation_does_not_sink_its_batch(store: Store) -> None:
+    session = await new_session(store)
+    other = await new_session(store, "telegram:2", title="taken")
+    outcomes = await asyncio.gather(
+        store.append_messages(session.id, [user("kept 1")]),
+        store.set_title(session.id, "taken"),  # fails: other holds it
+        store.append_messages(session.id, [user("kept 2")]),
+        store.end_session(other.id, "user"),
+        return_exceptions=True,
+    )
+    assert isinstance(outcomes[1], Exception) and outcomes[3] is True
+    assert [m.content for m in await store.load_messages(session.id)] == ["kept 1", "kept 2"]
+
+
+async def test_empty_append_is_a_no_op(store: Store) -> None:
+    session = await new_session(store)
+    assert await store.append_messages(session.id, []) == []
+    assert await store.load_messages(session.id) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["nul\x00inside", "emoji 😀 and 𠀀", 'quotes " and \\ backslashes', "\u2028 line sep", "x" * 100_000],
+)
+async def test_content_round_trips_exactly(store: Store, text: str) -> None:
+    session = await new_session(store)
+    await store.append_messages(session.id, [user("before"), user(text), user("after")])
+    other = await Store.open(store.path)  # a fresh store: no cache, straight from the database
+    try:
+        loaded = await other.load_messages(session.id)
+    finally:
+        await other.close()
+    assert [m.content for m in loaded] == ["before", text, "after"]
+
+
+async def test_role_is_validated() -> None:
+    with pytest.raises(ValueError, match="role"):
+        NewMessage("robot", "hi")
+
+
+async def test_history_seen_by_one_store_follows_appends_from_another(db_path: Path) -> None:
+    first, second = await Store.open(db_path), await Store.open(db_path)
+    try:
+        session = await new_session(first)
+        await first.append_messages(session.id, [user("a")])
+        assert [m.content for m in await first.load_messages(session.id)] == ["a"]  # now cached in `first`
+        await second.append_messages(session.id, [user("b"), user("c")])
+        assert [m.content for m in await first.load_messages(session.id)] == ["a", "b", "c"]
+        await first.append_messages(session.id, [user("d")])  # first's writer must notice second's rows
+        assert [m.seq for m in await second.load_messages(session.id)] == [1, 2, 3, 4]
+        assert [m.content for m in await first.load_messages(session.id)] == ["a", "b", "c", "d"]
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_loaded_lists_are_copies(store: Store) -> None:
+    session = await new_session(store)
+    await store.append_messages(session.id, [user("a")])
+    loaded = await store.load_messages(session.id)
+    loaded.append(loaded[0])
+    assert len(await store.load_messages(session.id)) == 1
+
+
+async def test_records_are_immutable(store: Store) -> None:
+    session = await new_session(store)
+    (record,) = await store.append_messages(session.id, [user("a")])
+    assert isinstance(record, MessageRecord)
+    with pytest.raises(AttributeError):
+        record.content = "changed"  # type: ignore[misc]
+
+
+async def test_index_stays_consistent_through_many_batches_and_merges(db_path: Path) -> None:
+    store = await Store.open(db_path, merge=MergePolicy(rows_per_slice=10, pages_per_slice=2))
+    try:
+        sessions = [await new_session(store, f"telegram:{n}") for n in range(20)]
+
+        async def talk(session_id: str) -> None:
+            for i in range(20):
+                await store.append_messages(session_id, [user(f"needle{i % 4} filler words {i}")])
+
+        await asyncio.gather(*(talk(s.id) for s in sessions))
+        assert len(await store.search("needle0", limit=500)) == 20 * 5
+        assert len(await store.search("filler", limit=500)) == 20 * 20
+    finally:
+        await store.close()
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -1,0 +1,101 @@
+"""Schema versions: forward migrations on open, refusing databases that are too new or foreign."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from storage import SCHEMA_VERSION, NewMessage, SchemaError, SchemaTooNewError, Store
+from storage.migrations import read_version, upgrade
+
+V1_SESSION = (
+    "INSERT INTO sessions (id, session_key, platform, chat_id, title, started_at) VALUES (?, ?, 'telegram', ?, ?, ?)"
+)
+V1_MESSAGE = (
+    "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_name, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def make_v1_database(path: Path) -> None:
+    """A database as the first schema version left it, with sessions, messages and their index."""
+    with sqlite3.connect(path, isolation_level=None) as conn:
+        conn.execute("PRAGMA journal_mode = WAL")
+        assert upgrade(conn, path, target=1) == 1
+        conn.execute(V1_SESSION, ("s1", "telegram:1", "1", "old chat", 1000.0))
+        conn.execute(V1_SESSION, ("s2", "telegram:2", "2", None, 1001.0))
+        calls = json.dumps([{"id": "c1", "name": "terminal", "arguments": '{"cmd": "kubectl rollout"}'}])
+        rows = [
+            ("s1", 1, "user", "please deploy the service", None, None),
+            ("s1", 2, "assistant", "", calls, None),
+            ("s1", 3, "tool", "rollout finished", None, "terminal"),
+            ("s2", 1, "user", "我们用docker部署了服务", None, None),
+        ]
+        conn.executemany(V1_MESSAGE, [(*row[:5], row[5], 2000.0 + i) for i, row in enumerate(rows)])
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with sqlite3.connect(path) as conn:
+        assert read_version(conn) == 1
+
+
+async def test_populated_first_version_migrates_to_current(db_path: Path) -> None:
+    make_v1_database(db_path)
+    async with await Store.open(db_path) as store:
+        with sqlite3.connect(db_path) as conn:
+            assert read_version(conn) == SCHEMA_VERSION
+        old = await store.get_session("s1")
+        assert old is not None and old.title == "old chat" and old.message_count == 3
+        history = await store.load_messages("s1")
+        assert [m.role for m in history] == ["user", "assistant", "tool"]
+        assert history[1].tool_calls[0].name == "terminal"
+        # the rebuilt index covers old rows, including the search added after version 1
+        assert [h.message_id for h in await store.search("deploy")] == [history[0].id]
+        assert [h.seq for h in await store.search("kubectl")] == [2]
+        assert [h.session_id for h in await store.search("部署")] == ["s2"]
+        assert [h.session_id for h in await store.search("docker")] == ["s2"]
+        # and the tables added later work
+        assert await store.inbox_accept("telegram", "e1", "telegram:1", {"text": "hi"})
+
+
+async def test_new_writes_after_migration_continue_each_session(db_path: Path) -> None:
+    make_v1_database(db_path)
+    async with await Store.open(db_path) as store:
+        (record,) = await store.append_messages("s1", [NewMessage("user", "after the upgrade")])
+        assert record.seq == 4
+        assert [h.seq for h in await store.search("upgrade")] == [4]
+
+
+async def test_database_from_a_newer_build_is_refused_untouched(db_path: Path) -> None:
+    async with await Store.open(db_path):
+        pass
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 5,))
+    before = db_path.read_bytes()
+    with pytest.raises(SchemaTooNewError) as raised:
+        await Store.open(db_path)
+    message = str(raised.value)
+    assert f"schema version {SCHEMA_VERSION + 5}" in message
+    assert f"up to {SCHEMA_VERSION}" in message
+    assert "Upgrade Switchboard" in message
+    assert raised.value.db_version == SCHEMA_VERSION + 5 and raised.value.build_version == SCHEMA_VERSION
+    assert db_path.read_bytes() == before
+
+
+async def test_foreign_database_is_refused(db_path: Path) -> None:
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")
+    with pytest.raises(SchemaError, match="did not create"):
+        await Store.open(db_path)
+
+
+async def test_concurrent_opens_of_a_new_file_migrate_once(db_path: Path) -> None:
+    stores = await asyncio.gather(*(Store.open(db_path) for _ in range(3)))
+    try:
+        with sqlite3.connect(db_path) as conn:
+            assert conn.execute("SELECT COUNT(*), MAX(version) FROM schema_version").fetchone() == (1, SCHEMA_VERSION)
+        assert all([await s.ping() for s in stores])
+    finally:
+        for opened in stores:
+            await opened.close()

@@ -1,0 +1,148 @@
+"""Full-text search: words, prefixes, tool calls, CJK of any length, and hostile query text."""
+
+from __future__ import annotations
+
+import pytest
+import pytest_asyncio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from storage import NewMessage, SearchHit, Store
+from storage.search import HIGHLIGHT
+from tests.storage.conftest import new_session
+
+OPEN, CLOSE = HIGHLIGHT
+
+
+@pytest_asyncio.fixture
+async def corpus(store: Store) -> dict[str, int]:
+    """A small history on two platforms; returns message ids by name."""
+    tg = await new_session(store, "telegram:1", title="deploys")
+    sl = await new_session(store, "slack:T:C", platform="slack", chat_id="C")
+    call = {"id": "c1", "name": "terminal", "arguments": '{"cmd": "kubectl apply -f my-app.config.ts"}'}
+    records = await store.append_messages(tg.id, [
+        NewMessage("user", "How do I deploy the chat-send service to staging? See ticket P2.2"),
+        NewMessage("assistant", "Running the deployment now.", tool_calls=[call]),
+        NewMessage("tool", "deployment.apps/chat-send configured", tool_call_id="c1", tool_name="terminal"),
+        NewMessage("user", "TODO: fix the flaky test (it's \"sometimes\" red)"),
+    ])  # fmt: skip
+    records += await store.append_messages(sl.id, [
+        NewMessage("user", "我们用docker部署了服务，大别山的风景很好"),
+        NewMessage("assistant", "日本語のテキストも検索できます"),
+        NewMessage("user", "서울에서 만나요"),
+        NewMessage("assistant", "Deploying to production is scheduled for Friday"),
+    ])  # fmt: skip
+    names = ["question", "call", "result", "todo", "chinese", "japanese", "korean", "production"]
+    return {name: record.id for name, record in zip(names, records)}
+
+
+def ids(hits: list[SearchHit]) -> set[int]:
+    return {hit.message_id for hit in hits}
+
+
+async def test_plain_word_finds_messages_with_snippet_and_session(store: Store, corpus: dict[str, int]) -> None:
+    hits = await store.search("staging")
+    assert ids(hits) == {corpus["question"]}
+    (hit,) = hits
+    assert f"{OPEN}staging{CLOSE}" in hit.snippet
+    assert hit.platform == "telegram" and hit.role == "user" and hit.seq == 1 and hit.session_title == "deploys"
+    session = await store.get_session(hit.session_id)
+    assert session is not None and session.title == "deploys"
+
+
+async def test_prefix_query(store: Store, corpus: dict[str, int]) -> None:
+    assert ids(await store.search("deploy*")) == {corpus["question"], corpus["call"], corpus["result"],
+                                                  corpus["production"]}  # fmt: skip
+    assert ids(await store.search("deploy")) == {corpus["question"]}
+
+
+async def test_tool_call_arguments_and_tool_names_are_searchable(store: Store, corpus: dict[str, int]) -> None:
+    hits = await store.search("kubectl")
+    assert ids(hits) == {corpus["call"]}
+    assert f"{OPEN}kubectl{CLOSE}" in hits[0].snippet
+    assert ids(await store.search("terminal")) == {corpus["call"], corpus["result"]}
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("chat-send", {"question", "result"}),
+        ("P2.2", {"question"}),
+        ("my-app.config.ts", {"call"}),
+        ('"flaky test"', {"todo"}),
+        ("TODO: fix", {"todo"}),
+        ('"sometimes', {"todo"}),
+        ("it's", {"todo"}),
+        ("staging OR production", {"question", "production"}),
+        ("deploy* NOT staging", {"call", "result", "production"}),
+        ("AND staging OR", {"question"}),
+    ],
+)
+async def test_punctuation_and_operators(store: Store, corpus: dict[str, int], query: str, expected: set[str]) -> None:
+    assert ids(await store.search(query)) == {corpus[name] for name in expected}
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"', '""', "*", "-", ":", "AND", "OR NOT", "(", ")", "^", "content:staging", "NEAR(a b)", "{content}: x",
+     "a\x00b", "   ", "", "\\", "'", "*deploy", "de*ploy", "++", "\u200b"],
+)  # fmt: skip
+async def test_hostile_queries_never_raise(store: Store, corpus: dict[str, int], query: str) -> None:
+    await store.search(query)
+
+
+async def test_column_filter_syntax_is_taken_literally(store: Store, corpus: dict[str, int]) -> None:
+    assert await store.search("content:nothingmatches") == []
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("部署", "chinese"),  # two characters: one token lookup
+        ("大别山", "chinese"),  # three: a phrase of pairs
+        ("部署了服务", "chinese"),
+        ("山", "chinese"),  # one character: a prefix lookup
+        ("docker", "chinese"),  # latin glued to CJK
+        ("用docker部署", "chinese"),
+        ("検索", "japanese"),
+        ("テキスト", "japanese"),
+        ("서울", "korean"),
+    ],
+)
+async def test_cjk_substrings(store: Store, corpus: dict[str, int], query: str, expected: str) -> None:
+    hits = await store.search(query)
+    assert ids(hits) == {corpus[expected]}
+    assert OPEN in hits[0].snippet
+
+
+async def test_cjk_phrase_does_not_match_across_separate_runs(store: Store, corpus: dict[str, int]) -> None:
+    assert await store.search("服务大别") == []  # both pairs exist, but a comma separates them
+    assert await store.search("别山风") == []  # "的" sits between 山 and 风
+
+
+async def test_nothing_matching(store: Store, corpus: dict[str, int]) -> None:
+    assert await store.search("zebra") == []
+    assert await store.search("不存在") == []
+
+
+async def test_platform_filter_and_limit(store: Store, corpus: dict[str, int]) -> None:
+    assert ids(await store.search("deploy*", platform="slack")) == {corpus["production"]}
+    assert await store.search("deploy*", platform="discord") == []
+    assert len(await store.search("deploy*", limit=2)) == 2
+    assert await store.search("deploy*", limit=0) == []
+
+
+async def test_hits_are_ranked_best_first(store: Store) -> None:
+    session = await new_session(store)
+    await store.append_messages(session.id, [
+        NewMessage("user", "release notes mention the release once, in a long message about many other things"),
+        NewMessage("user", "release release release"),
+    ])  # fmt: skip
+    hits = await store.search("release")
+    assert [hit.seq for hit in hits] == [2, 1]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=st.text(alphabet=st.characters(codec="utf-8"), max_size=40))
+async def test_any_text_is_a_valid_query(store: Store, query: str) -> None:
+    await store.search(query)
