@@ -16,10 +16,12 @@ from storage.records import PairingCode
 
 __all__ = [
     "add_code",
+    "approvals",
     "approve",
     "failures_since",
     "is_approved",
     "latest_code",
+    "pending_codes",
     "record_failure",
     "revoke",
     "take_code",
@@ -92,3 +94,20 @@ async def failures_since(conn: aiosqlite.Connection, *, platform: str, since: fl
         "SELECT COUNT(*) FROM pairing_failures WHERE platform = ? AND failed_at >= ?", (platform, since)
     )
     return int(rows[0][0])
+
+
+async def pending_codes(conn: aiosqlite.Connection, *, now: float) -> list[PairingCode]:
+    """Codes waiting for the operator: unused and unexpired, oldest first."""
+    rows = await conn.execute_fetchall(
+        f"SELECT {_CODE_COLUMNS} FROM pairing_codes WHERE used_at IS NULL AND expires_at > ? ORDER BY created_at",
+        (now,),
+    )
+    return [_code(tuple(row)) for row in rows]
+
+
+async def approvals(conn: aiosqlite.Connection) -> list[tuple[str, str, str | None, float]]:
+    """Approved users as (platform, user_id, user_name, approved_at), newest first."""
+    rows = await conn.execute_fetchall(
+        "SELECT platform, user_id, user_name, approved_at FROM pairing_approvals ORDER BY approved_at DESC"
+    )
+    return [(row[0], row[1], row[2], row[3]) for row in rows]

@@ -377,6 +377,14 @@ class Store:
     async def pairing_is_approved(self, platform: str, user_id: str) -> bool:
         return await self._read(partial(pairing.is_approved, platform=platform, user_id=user_id))
 
+    async def pairing_pending(self, now: float) -> list[PairingCode]:
+        """Codes waiting for approval (unused, unexpired), oldest first."""
+        return await self._read(partial(pairing.pending_codes, now=now))
+
+    async def pairing_approvals(self) -> list[tuple[str, str, str | None, float]]:
+        """Approved users: (platform, user_id, user_name, approved_at), newest first."""
+        return await self._read(pairing.approvals)
+
     async def pairing_revoke(self, platform: str, user_id: str) -> bool:
         """Take an approval back; False if the user was not approved."""
         return await self._write(partial(pairing.revoke, platform=platform, user_id=user_id))

@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from gateway.cli import check, run
+from gateway.cli import check, pairing, run, sessions
 from gateway.version import version
 
-COMMAND_MODULES = (run, check)
+COMMAND_MODULES = (run, check, sessions, pairing)
 
 
 def build_parser() -> argparse.ArgumentParser:

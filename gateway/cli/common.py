@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from config import ConfigError, LoadedConfig, load_config
+from storage import StorageError, Store
 
 EXIT_CONFIG = 2
 
@@ -28,3 +31,25 @@ def load_config_or_exit(args: argparse.Namespace, *, create_home: bool = False) 
     except ConfigError as error:
         print(error.render(), file=sys.stderr)
         raise SystemExit(EXIT_CONFIG) from None
+
+
+def run_with_store(args: argparse.Namespace, command: Callable[[Store], Awaitable[int]], *, name: str) -> int:
+    """Open the configured database (creating it if needed), run ``command``, close it.
+
+    Safe while the gateway runs: the database is in WAL mode and writes retry on contention.
+    """
+    loaded = load_config_or_exit(args)
+
+    async def main() -> int:
+        loaded.db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        store = await Store.open(loaded.db_path, synchronous=loaded.settings.storage.synchronous)
+        try:
+            return await command(store)
+        finally:
+            await store.close()
+
+    try:
+        return asyncio.run(main())
+    except StorageError as error:
+        print(f"switchboard {name}: {error}", file=sys.stderr)
+        return 1

@@ -1,8 +1,7 @@
-"""``switchboard sessions ...`` run in-process against a database in a temporary home."""
+"""``switchboard sessions ...`` run in-process (``gateway.cli.main``) against a database in a temporary home."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 from collections.abc import Iterator
@@ -11,16 +10,12 @@ from pathlib import Path
 import pytest
 import structlog
 
-from gateway.cli import sessions as sessions_cli
+from gateway.cli import main
 from storage import NewMessage, Store
 
 
 def run_cli(*argv: str) -> int:
-    """Parse and run like ``switchboard`` does (the command is built from its own module)."""
-    parser = argparse.ArgumentParser(prog="switchboard")
-    sessions_cli.add_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(list(argv))
-    return int(args.handler(args))
+    return main(list(argv))
 
 
 @pytest.fixture(autouse=True)

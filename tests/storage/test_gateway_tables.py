@@ -158,3 +158,14 @@ async def test_usage_since_sums_model_calls_across_sessions(store: Store) -> Non
     recent = await store.usage_since(1000.0)
     assert (recent.calls, recent.input_tokens) == (1, 5)
     assert (await store.usage_since(10**12)).calls == 0
+
+
+async def test_pending_codes_and_approvals_for_the_operator(store: Store) -> None:
+    await store.pairing_add_code(code("OLDER234", user="u1", at=1000.0))
+    await store.pairing_add_code(code("NEWER234", user="u2", at=2000.0))
+    await store.pairing_add_code(code("GONE2345", user="u3", at=0.0, ttl=1.0))
+    await store.pairing_take_code("telegram", "NEWER234", now=2001.0)
+    assert [c.code for c in await store.pairing_pending(now=2002.0)] == ["OLDER234"]
+    await store.pairing_approve("telegram", "u2", "Bo", now=5.0)
+    await store.pairing_approve("slack", "U9", None, now=6.0)
+    assert await store.pairing_approvals() == [("slack", "U9", None, 6.0), ("telegram", "u2", "Bo", 5.0)]

@@ -1,0 +1,87 @@
+"""``switchboard pairing``: let unknown users in, or take access back.
+
+    switchboard pairing list [--json]            codes waiting for approval, and approved users
+    switchboard pairing approve PLATFORM CODE    let the user who got CODE talk to the bot
+    switchboard pairing revoke PLATFORM USER_ID  take an approval back
+
+An unknown user who DMs the bot gets a code; they send it to you and you
+approve it here (the gateway may keep running). Exit status: 0 on success,
+1 when a code is unknown, expired or approvals are locked, 2 for configuration errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from gateway.cli.common import add_config_option, run_with_store
+from gateway.pairing import ApprovalOutcome, Pairing
+from storage import Store
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "pairing", help="approve or revoke users who asked for access", description="Manage DM pairing."
+    )
+    commands = parser.add_subparsers(dest="pairing_command", metavar="COMMAND", required=True)
+    listing = commands.add_parser("list", help="pending codes and approved users")
+    listing.add_argument("--json", action="store_true", help="print JSON for scripts")
+    listing.set_defaults(handler=list_command)
+    approve = commands.add_parser("approve", help="approve a pairing code")
+    approve.add_argument("platform", choices=["telegram", "discord", "slack"])
+    approve.add_argument("code")
+    approve.set_defaults(handler=approve_command)
+    revoke = commands.add_parser("revoke", help="remove an approved user")
+    revoke.add_argument("platform", choices=["telegram", "discord", "slack"])
+    revoke.add_argument("user_id")
+    revoke.set_defaults(handler=revoke_command)
+    for sub in (listing, approve, revoke):
+        add_config_option(sub)
+
+
+def list_command(args: argparse.Namespace) -> int:
+    async def run(store: Store) -> int:
+        pending = await store.pairing_pending(time.time())
+        approved = await store.pairing_approvals()
+        if args.json:
+            print(json.dumps({
+                "pending": [{"platform": c.platform, "code": c.code, "user_id": c.user_id, "user_name": c.user_name,
+                             "expires_at": c.expires_at} for c in pending],
+                "approved": [{"platform": p, "user_id": u, "user_name": n, "approved_at": a} for p, u, n, a in approved],
+            }, indent=2))  # fmt: skip
+            return 0
+        print("Waiting for approval:" if pending else "No codes waiting for approval.")
+        for code in pending:
+            minutes = max(0, int((code.expires_at - time.time()) // 60))
+            print(f"  {code.platform:<9} {code.code}  user {code.user_id} ({code.user_name or '?'}), expires in {minutes} min")
+        print("Approved users:" if approved else "No approved users.")
+        for platform, user_id, user_name, at in approved:
+            print(f"  {platform:<9} {user_id} ({user_name or '?'}), since {time.strftime('%Y-%m-%d %H:%M', time.localtime(at))}")
+        return 0
+
+    return run_with_store(args, run, name="pairing")
+
+
+def approve_command(args: argparse.Namespace) -> int:
+    async def run(store: Store) -> int:
+        approval = await Pairing(store).approve(args.platform, args.code)
+        if approval.outcome is ApprovalOutcome.APPROVED:
+            name = f" ({approval.user_name})" if approval.user_name else ""
+            print(f"Approved {args.platform} user {approval.user_id}{name}: they can talk to the bot now.")
+            return 0
+        print(f"Not approved: {approval.message}.")
+        return 1
+
+    return run_with_store(args, run, name="pairing")
+
+
+def revoke_command(args: argparse.Namespace) -> int:
+    async def run(store: Store) -> int:
+        if await Pairing(store).revoke(args.platform, args.user_id):
+            print(f"Revoked {args.platform} user {args.user_id}: they will get a new pairing code if they write again.")
+            return 0
+        print(f"{args.platform} user {args.user_id} was not approved.")
+        return 1
+
+    return run_with_store(args, run, name="pairing")

@@ -1,0 +1,86 @@
+"""Pairing: codes, rate limit, single use, lockout, and the operator's CLI."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from gateway.cli import main
+from gateway.pairing import ALPHABET, CODE_LENGTH, ApprovalOutcome, Pairing
+from storage import Store
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_codes_rate_limit_single_use_and_platform_scope(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "state.db")
+    clock = Clock()
+    pairing = Pairing(store, clock=clock)
+    code = await pairing.offer("telegram", "42", "Ada", "42")
+    assert code is not None and len(code) == CODE_LENGTH and set(code) <= set(ALPHABET)
+    assert await pairing.offer("telegram", "42", "Ada", "42") is None  # one per 10 minutes
+    assert (await pairing.approve("discord", code)).outcome is ApprovalOutcome.UNKNOWN_CODE
+    approval = await pairing.approve("telegram", code.lower())
+    assert approval.outcome is ApprovalOutcome.APPROVED and approval.user_id == "42"
+    assert await pairing.is_approved("telegram", "42") and not await pairing.is_approved("discord", "42")
+    assert (await pairing.approve("telegram", code)).outcome is ApprovalOutcome.UNKNOWN_CODE  # single use
+    clock.now += 601
+    assert await pairing.offer("telegram", "43", "Bob", "43") is not None
+    assert await pairing.revoke("telegram", "42") and not await pairing.is_approved("telegram", "42")
+    await store.close()
+
+
+async def test_codes_expire_after_an_hour(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "state.db")
+    clock = Clock()
+    pairing = Pairing(store, clock=clock)
+    code = await pairing.offer("slack", "U1", "Cy", "D1")
+    clock.now += 3601
+    assert (await pairing.approve("slack", code or "")).outcome is ApprovalOutcome.UNKNOWN_CODE
+    await store.close()
+
+
+async def test_five_wrong_codes_lock_approvals_for_an_hour(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "state.db")
+    clock = Clock()
+    pairing = Pairing(store, clock=clock)
+    code = await pairing.offer("discord", "7", "Dee", "7")
+    for _ in range(5):
+        assert (await pairing.approve("discord", "WRONGCODE")).outcome is ApprovalOutcome.UNKNOWN_CODE
+    assert (await pairing.approve("discord", code or "")).outcome is ApprovalOutcome.LOCKED
+    assert (await pairing.approve("telegram", "ANYTHING")).outcome is ApprovalOutcome.UNKNOWN_CODE  # other platform
+    clock.now += 3601  # the lock is over (and the old code has expired with it)
+    fresh = await pairing.offer("discord", "7", "Dee", "7")
+    assert (await pairing.approve("discord", fresh or "")).outcome is ApprovalOutcome.APPROVED
+    await store.close()
+
+
+def test_operator_cli_lists_and_approves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+
+    async def offer() -> str:
+        store = await Store.open(tmp_path / "state.db")
+        code = await Pairing(store).offer("telegram", "42", "Ada", "42")
+        await store.close()
+        return code or ""
+
+    code = asyncio.run(offer())
+    assert main(["pairing", "list"]) == 0
+    out = capsys.readouterr().out
+    assert code in out and "user 42 (Ada)" in out
+    assert main(["pairing", "approve", "telegram", "NOPE2345"]) == 1
+    assert "Not approved" in capsys.readouterr().out
+    assert main(["pairing", "approve", "telegram", code]) == 0
+    assert "Approved telegram user 42 (Ada)" in capsys.readouterr().out
+    assert main(["pairing", "list", "--json"]) == 0
+    assert '"user_id": "42"' in capsys.readouterr().out
+    assert main(["pairing", "revoke", "telegram", "42"]) == 0
+    assert main(["pairing", "revoke", "telegram", "42"]) == 1
