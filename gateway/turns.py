@@ -165,7 +165,7 @@ class TurnRunner:
         if result.compacted:
             ref.record = await self._conversations.split(ref.record, result.messages)
             return list(result.messages)
-        if ref.record.id not in self._hygiene_warned:
+        if result.summary_failed and ref.record.id not in self._hygiene_warned:
             self._hygiene_warned.add(ref.record.id)
             await self._delivery.send_text(
                 turn_id=f"notice:hygiene:{ref.record.id}",

@@ -1,0 +1,139 @@
+"""Session hygiene at 85% (estimated and API-reported paths), lineage splits, and shutdown/resume."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+
+from storage import NewMessage
+from tests.fakes.model_server import ModelServer, RequestRecord, Text, Timeout
+from tests.gateway.conftest import GatewayFactory
+
+SMALL_WINDOW = {
+    "model": {"context_length": 4000},
+    "compression": {"threshold": 0.99, "hygiene_threshold": 0.85, "protect_last_n": 4},
+}
+
+
+def is_summary(record: RequestRecord) -> bool:
+    system = record.body.get("system") or []
+    text = system if isinstance(system, str) else "".join(block.get("text", "") for block in system)
+    return text.startswith("You condense conversations")
+
+
+def summary_or_echo(record: RequestRecord) -> Text:
+    if is_summary(record):
+        return Text("## Goal\nKeep helping.\n## Progress\n### Done\n- talked")
+    return Text("re: " + record.last_user_text[:40])
+
+
+async def eventually(predicate, *, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.02)
+
+
+async def test_hygiene_compacts_an_oversized_stored_session_from_the_estimate(
+    start_gateway: GatewayFactory, model_server: ModelServer
+) -> None:
+    running = await start_gateway(SMALL_WINDOW)
+    model_server.responder = summary_or_echo
+    store = running.store
+    session = await store.create_session(session_key="loopback:dm:chat-1", platform="loopback", chat_id="chat-1",
+                                         system_prompt="You are a test.", model="claude-sonnet-4-6")  # fmt: skip
+    big = [NewMessage(role=r, content=f"{r} {i}: " + "lorem ipsum dolor " * 60) for i in range(14) for r in ("user", "assistant")]
+    await store.append_messages(session.id, big)
+    await running.adapter.inject("and now?")
+    await running.adapter.wait_sent(1)
+    assert is_summary(model_server.requests[0]), "hygiene must compact before the turn's model call"
+    chain = await store.lineage(session.id)
+    assert [s.end_reason for s in chain] == ["compression", None]
+    child = chain[-1]
+    assert child.parent_session_id == session.id and child.session_key == session.session_key
+    messages = await store.load_messages(child.id)
+    assert messages[-1].content.startswith("re: ") and messages[-2].content == "and now?"
+    assert len(messages) < len(big)
+
+
+async def test_hygiene_uses_the_api_reported_prompt_size(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway(SMALL_WINDOW)
+    model_server.responder = summary_or_echo
+    store = running.store
+    session = await store.create_session(session_key="loopback:dm:chat-1", platform="loopback", chat_id="chat-1",
+                                         system_prompt="You are a test.", model="claude-sonnet-4-6")  # fmt: skip
+    # Stored messages the estimate puts well below 85% of the window, but the API said the last prompt was larger.
+    stored = [NewMessage(role=r, content=f"{r} {i}: " + "lorem ipsum " * 40) for i in range(7) for r in ("user", "assistant")]
+    await store.append_messages(session.id, stored)
+    await store.add_usage(session.id, input_tokens=3500, last_prompt_tokens=3500)
+    await running.adapter.inject("next")
+    await running.adapter.wait_sent(1)
+    assert is_summary(model_server.requests[0])
+    assert len(await store.lineage(session.id)) == 2
+
+
+async def test_small_sessions_are_left_alone(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway(SMALL_WINDOW)
+    model_server.responder = summary_or_echo
+    await running.adapter.inject("hi")
+    await running.adapter.wait_sent(1)
+    assert not any(is_summary(r) for r in model_server.requests)
+    assert len(await running.store.list_sessions()) == 1
+
+
+async def test_compaction_inside_a_turn_splits_the_session(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway({"model": {"context_length": 6000}, "compression": {"threshold": 0.5, "hygiene_threshold": 0.99, "protect_last_n": 4}})
+    # Each turn adds about 300 tokens: the agent passes 50% of the 6,000-token window within ten turns.
+    model_server.responder = summary_or_echo
+    for index in range(10):
+        await running.adapter.inject(f"question {index}: " + "details " * 300)
+        await running.adapter.wait_sent(index + 1)
+    assert any(is_summary(r) for r in model_server.requests)
+    sessions = await running.store.list_sessions(limit=20)
+    assert any(s.end_reason == "compression" for s in sessions)
+    open_sessions = [s for s in sessions if s.ended_at is None]
+    assert len(open_sessions) == 1
+    chain = await running.store.lineage(open_sessions[0].id)
+    assert len(chain) >= 2 and chain[0].parent_session_id is None
+
+
+async def test_shutdown_mid_turn_resumes_and_answers_once_after_restart(
+    start_gateway: GatewayFactory, model_server: ModelServer
+) -> None:
+    first = await start_gateway({"gateway": {"drain_timeout": 0.2}})
+    model_server.script(Timeout(seconds=5))
+    await first.adapter.inject("a question that takes a while")
+    await eventually(lambda: len(model_server.requests) == 1)
+    await first.gateway.shutdown()
+    assert first.adapter.sent == []
+    model_server.reset()
+    model_server.responder = lambda record: Text("the answer")
+    second = await start_gateway(home=first.home)
+    await second.adapter.wait_sent(1)
+    await asyncio.sleep(0.3)
+    assert second.adapter.texts() == ["the answer"]
+    assert await second.store.inbox_unfinished() == []
+    (session,) = await second.store.list_sessions()
+    roles = [m.role for m in await second.store.load_messages(session.id)]
+    assert roles == ["user", "assistant"]  # the user message was stored once
+
+
+async def test_metrics_and_health_while_running(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway()
+    await running.adapter.inject("hi")
+    await running.adapter.wait_sent(1)
+    url = running.gateway.health_url or ""
+
+    def fetch(path: str) -> tuple[int, bytes]:
+        with urllib.request.urlopen(url.replace("/health", path), timeout=10) as response:
+            return response.status, response.read()
+
+    status, body = await asyncio.to_thread(fetch, "/health")
+    health = json.loads(body)
+    assert status == 200 and health["adapters"]["loopback"]["seconds_since_inbound"] is not None
+    assert health["database"] == {"ok": True} and "queue_depth" in health and "turns_running" in health
+    status, body = await asyncio.to_thread(fetch, "/metrics")
+    text = body.decode()
+    assert 'switchboard_inbound_total{platform="loopback"} 1.0' in text
+    assert 'switchboard_turns_total{outcome="answered",platform="loopback"} 1.0' in text
+    assert "switchboard_tokens_total" in text and "switchboard_lane_wait_seconds" in text
