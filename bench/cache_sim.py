@@ -461,22 +461,6 @@ def oracle_ttl(next_gap: float | None) -> Ttl:
     return "1h" if next_gap < ONE_HOUR_SAFE else "5m"
 
 
-def chain_cost(warm_ttl: Ttl, cold_ttl: Ttl, f5: float, f60: float, new_share: float) -> float:
-    """Expected input cost per turn (per prefix token) of labelling warm turns ``warm_ttl`` and
-    turns that start with an expired cache ``cold_ttl``, as a two-state Markov chain.
-
-    A warm turn reads the prefix and writes ``new_share`` of it; a cold turn writes it all. The
-    next turn is warm when the gap is shorter than the TTL just written. With the same TTL in both
-    states this is ``agent.caching.turn_cost``.
-    """
-    alive = {"5m": f5, "1h": f60}
-    stay, recover = alive[warm_ttl], alive[cold_ttl]
-    leave = (1 - stay) + recover
-    warm = recover / leave if leave > 0 else 1.0
-    warm_cost = READ_PRICE + WRITE_PRICE[warm_ttl] * new_share
-    return warm * warm_cost + (1 - warm) * WRITE_PRICE[cold_ttl] * (1 + new_share)
-
-
 class WarmColdAdvisor(TtlAdvisor):
     """Experiment: one TTL for warm turns and one for turns that start with an expired cache.
 
@@ -485,12 +469,8 @@ class WarmColdAdvisor(TtlAdvisor):
     """
 
     def choose_for(self, new_share: float, cold: bool) -> Ttl:
-        if self.configured != "auto":
-            return self.configured
-        f5, f60 = self.shares()
-        pairs: list[tuple[Ttl, Ttl]] = [("5m", "5m"), ("1h", "1h"), ("1h", "5m"), ("5m", "1h")]
-        warm_ttl, cold_ttl = min(pairs, key=lambda pair: chain_cost(*pair, f5, f60, new_share))
-        return cold_ttl if cold else warm_ttl
+        """Now the default rule (``TtlAdvisor.choose`` with ``cold``); kept for the experiment labels."""
+        return self.choose(new_share, cold=cold)
 
 
 def middle_share(advisor: TtlAdvisor) -> float:
