@@ -83,6 +83,7 @@ class Gateway:
             debounce=settings.sessions.debounce_ms / 1000,
             busy=settings.sessions.busy,
             on_cancelled=self._turn_stopped,
+            on_wait=self.metrics.lane_wait.observe,
         )
         access = access_from_config(loaded)
         access.policies.update(extra_access or {})

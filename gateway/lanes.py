@@ -53,17 +53,17 @@ class Lanes(Generic[T]):
         max_debounce: float = 3.0,
         busy: BusyMode = "queue",
         on_cancelled: OnCancelled[T] | None = None,
+        on_wait: Callable[[float], None] | None = None,
     ) -> None:
         self._run_turn = run_turn
         self._on_cancelled = on_cancelled
+        self._on_wait = on_wait
         self._tracker = tracker
         self._slots = asyncio.Semaphore(max_concurrent)
         self._debounce = debounce
         self._max_debounce = max_debounce
         self._busy = busy
         self._lanes: dict[str, _Lane[T]] = {}
-        self.wait_seconds: list[float] = []
-        """Time each batch waited for a turn slot (read and cleared by metrics)."""
 
     def __len__(self) -> int:
         return len(self._lanes)
@@ -107,7 +107,8 @@ class Lanes(Generic[T]):
                 lane.arrived.clear()
                 waited_from = time.monotonic()
                 async with self._slots:
-                    self.wait_seconds.append(time.monotonic() - waited_from)
+                    if self._on_wait is not None:
+                        self._on_wait(time.monotonic() - waited_from)
                     lane.turn = asyncio.create_task(self._run_turn(lane.key, batch), name=f"turn:{lane.key}")
                     try:
                         await asyncio.shield(lane.turn)
