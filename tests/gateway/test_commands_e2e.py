@@ -1,0 +1,77 @@
+"""Chat commands through the whole gateway."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.fakes.model_server import ModelServer, RequestRecord, Text
+from tests.gateway.conftest import GatewayFactory
+
+
+def is_summary(record: RequestRecord) -> bool:
+    system = record.body.get("system") or []
+    return "".join(block.get("text", "") for block in system).startswith("You condense conversations")
+
+
+async def test_help_status_usage(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway()
+    await running.adapter.inject("/help@loopbot")
+    (help_reply,) = await running.adapter.wait_sent(1)
+    assert "/new" in help_reply.text and "/compress" in help_reply.text
+    await running.adapter.inject("/status")
+    await running.adapter.wait_sent(2)
+    assert running.adapter.texts()[-1].startswith("No conversation yet")
+    await running.adapter.inject("hello")
+    await running.adapter.wait_sent(3)
+    await running.adapter.inject("/status")
+    await running.adapter.wait_sent(4)
+    status = running.adapter.texts()[-1]
+    assert "Session: " in status and "Messages: 2" in status and "Model: claude-sonnet-4-6" in status
+    await running.adapter.inject("/usage")
+    await running.adapter.wait_sent(5)
+    usage = running.adapter.texts()[-1]
+    assert "This conversation:" in usage and "Today (all conversations):" in usage and "1 model calls" in usage
+
+
+async def test_new_starts_a_fresh_session(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway()
+    await running.adapter.inject("remember 42")
+    await running.adapter.wait_sent(1)
+    await running.adapter.inject("/reset")
+    await running.adapter.wait_sent(2)
+    assert running.adapter.texts()[-1].startswith("Started a new conversation")
+    await running.adapter.inject("what number?")
+    await running.adapter.wait_sent(3)
+    sessions = await running.store.list_sessions()
+    assert sorted(s.end_reason or "open" for s in sessions) == ["open", "user"]
+    last = model_server.requests[-1].body["messages"]
+    assert "remember 42" not in str(last)
+
+
+async def test_compress_with_a_focus_summarises_and_splits(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway({"compression": {"protect_last_n": 2}, "model": {"context_length": 20000}})
+    model_server.responder = lambda r: Text("## Goal\nthe database") if is_summary(r) else Text("ok " + "text " * 200)
+    for index in range(6):
+        await running.adapter.inject(f"step {index}: " + "words " * 400)
+        await running.adapter.wait_sent(index + 1)
+    await running.adapter.inject("/compress the database migration")
+    await running.adapter.wait_sent(7)
+    reply = running.adapter.texts()[-1]
+    assert reply.startswith("Summarised "), reply
+    summary_calls = [r for r in model_server.requests if is_summary(r)]
+    assert summary_calls and "the database migration" in str(summary_calls[-1].body["messages"])
+    sessions = await running.store.list_sessions()
+    assert [s.end_reason for s in sessions if s.end_reason] == ["compression"]
+
+
+async def test_commands_are_answered_while_a_turn_runs(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    from tests.fakes.model_server import Timeout
+
+    running = await start_gateway()
+    model_server.script(Timeout(seconds=3))
+    await running.adapter.inject("slow one")
+    while not model_server.requests:
+        await asyncio.sleep(0.01)
+    await running.adapter.inject("/status")
+    (status,) = await running.adapter.wait_sent(1)
+    assert "answering now" in status.text
