@@ -143,3 +143,22 @@ async def test_a_redelivered_event_is_answered_once(start_gateway: GatewayFactor
     await running.adapter.wait_sent(1)
     await asyncio.sleep(0.3)
     assert len(running.adapter.sent) == 1 and len(model_server.requests) == 1
+
+
+async def test_interrupt_mode_answers_the_newest_message_with_the_earlier_one_in_view(
+    start_gateway: GatewayFactory, model_server: ModelServer
+) -> None:
+    running = await start_gateway({"sessions": {"busy": "interrupt"}})
+    model_server.script(Timeout(seconds=10))
+    model_server.responder = lambda record: Text("answering both")
+    await running.adapter.inject("summarise chapter one")
+    while not model_server.requests:
+        await asyncio.sleep(0.01)
+    await running.adapter.inject("actually, chapter two")
+    (reply,) = await running.adapter.wait_sent(1)
+    assert reply.text == "answering both"
+    last = str(model_server.requests[-1].body["messages"])
+    assert "chapter one" in last and "chapter two" in last
+    await asyncio.sleep(0.2)
+    assert len(running.adapter.sent) == 1
+    assert await running.store.inbox_unfinished() == []
