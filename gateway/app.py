@@ -42,6 +42,10 @@ from storage import Store
 
 log = structlog.get_logger("gateway")
 
+HOUSEKEEPING_EVERY = 3600.0
+KEEP_SETTLED = 7 * 24 * 3600.0
+"""Finished inbox events (the redelivery window) and sent outbox chunks are kept a week."""
+
 
 class Gateway:
     def __init__(
@@ -64,6 +68,7 @@ class Gateway:
         self._health = HealthServer(self.snapshot, settings.health.host, settings.health.port, metrics=self.metrics)
         self._started_at = time.monotonic()
         self._stopping = False
+        self._housekeeping: asyncio.Task[None] | None = None
         self.delivery = Delivery(store, self._by_platform, self.metrics)
         self.conversations = Conversations(store, agent, settings.sessions)
         runner = TurnRunner(
@@ -123,6 +128,7 @@ class Gateway:
         await self.delivery.resume()
         await self.intake.replay(unfinished)
         self.intake.open()
+        self._housekeeping = asyncio.create_task(self._keep_house(), name="housekeeping")
         log.info(
             "gateway.started", version=version(), adapters=running, of=len(self._adapters),
             model=self._agent.router.primary.model, context=self._agent.window.tokens, replayed=len(unfinished),
@@ -137,6 +143,19 @@ class Gateway:
             return False
         log.info("adapter.started", platform=adapter.platform, detail=adapter.status().detail)
         return True
+
+    async def _keep_house(self) -> None:
+        """Forget settled inbox and outbox rows older than a week, once an hour."""
+        while True:
+            cutoff = time.time() - KEEP_SETTLED
+            try:
+                inbox = await self._store.inbox_prune(cutoff)
+                outbox = await self._store.outbox_prune(cutoff)
+                if inbox or outbox:
+                    log.info("housekeeping.pruned", inbox=inbox, outbox=outbox)
+            except Exception as error:  # noqa: BLE001 - pruning is best effort; it runs again later
+                log.warning("housekeeping.failed", error=str(error))
+            await asyncio.sleep(HOUSEKEEPING_EVERY)
 
     def _bot_username(self, platform: str) -> str | None:
         adapter = self._by_platform.get(platform)
@@ -173,6 +192,9 @@ class Gateway:
         drain_timeout = self._loaded.settings.gateway.drain_timeout
         log.info("shutdown.begin", turns_running=self.lanes.running(), queued=self.lanes.queued(),
                  drain_timeout=drain_timeout)  # fmt: skip
+        if self._housekeeping is not None:
+            self._housekeeping.cancel()
+            await asyncio.gather(self._housekeeping, return_exceptions=True)
         for adapter in self._adapters:
             await self._quietly(adapter.stop_intake(), "adapter.stop_intake_failed", adapter.platform)
         drained = await self._tasks.drain(drain_timeout)
