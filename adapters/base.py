@@ -124,7 +124,12 @@ class Adapter(abc.ABC):
     # --- outbound --------------------------------------------------------------------------
     @abc.abstractmethod
     async def send(self, message: OutboundMessage) -> str:
-        """Send one chunk; returns the platform's id for the sent message."""
+        """Send one chunk; returns the platform's id for the sent message.
+
+        ``message.nonce`` is the same on every attempt at one chunk, also after a restart. Where the
+        platform takes an idempotency key (Discord's ``nonce`` with ``enforce_nonce``), pass it, so a
+        chunk sent again after a crash between sending and recording is not shown twice.
+        """
 
     async def edit(self, chat_id: str, message_id: str, text: str, *, markup: Markup = Markup.PLAIN) -> None:
         """Replace the text of a message the bot sent."""

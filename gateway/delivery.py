@@ -9,11 +9,18 @@ markup, that chunk is sent again as plain text. After a restart,
 :meth:`Delivery.resume` sends what was recorded but not delivered; what was
 delivered is never sent again. Nothing is silently truncated or dropped: a
 chunk that cannot be delivered is marked failed and logged with the reason.
+
+One gap is left to the platform: a crash after the platform accepted a chunk
+but before it was marked sent makes :meth:`Delivery.resume` send that chunk
+again. Every attempt at a chunk therefore carries the same
+``OutboundMessage.nonce`` (see :func:`chunk_nonce`), so a platform with
+idempotent sends shows it once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -124,7 +131,8 @@ class Delivery:
         for attempt in range(1, policy.max_attempts + 1):
             await self._wait_budget(chat)
             message = OutboundMessage(
-                chat_id=record.chat_id, text=text, thread_id=record.thread_id, reply_to=record.reply_to, markup=markup
+                chat_id=record.chat_id, text=text, thread_id=record.thread_id, reply_to=record.reply_to, markup=markup,
+                nonce=chunk_nonce(record),
             )
             try:
                 message_id = await adapter.send(message)
@@ -178,3 +186,12 @@ class Delivery:
         log.error("delivery.failed", platform=record.platform, chat=record.chat_id, chunk=record.chunk_index,
                   turn=record.turn_id, reason=reason)  # fmt: skip
         return None
+
+
+def chunk_nonce(record: OutboxRecord) -> str:
+    """The chunk's idempotency key: the same for every attempt and restart, 24 hex characters.
+
+    Derived from the outbox row's unique key (turn and chunk index), not its row id, so it does not
+    repeat for a different chunk after the database is recreated; short enough for Discord's nonce.
+    """
+    return hashlib.sha256(f"{record.turn_id}\x00{record.chunk_index}".encode()).hexdigest()[:24]

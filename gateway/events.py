@@ -89,3 +89,7 @@ class OutboundMessage:
     reply_to: str | None = None
     """The message id this one answers, where the platform shows replies."""
     markup: Markup = Markup.PLAIN
+    nonce: str | None = None
+    """Stable for one outbox chunk, also when it is sent again after a restart. An adapter passes it
+    to a platform that accepts an idempotency key (Discord's ``nonce``), so a chunk the platform
+    accepted just before a crash is not shown twice when the outbox sends it again."""

@@ -95,14 +95,19 @@ class TurnRunner:
         resumed = [m for m in batch if m.event_id in covered]
         fresh = [m for m in batch if m.event_id not in covered]
         if resumed:
-            await self._turn(conversation, resumed, resume=True)
+            # The id comes from the stored tag, i.e. the batch as it was: a crash while the turn's
+            # events were being marked done leaves only the later ones unfinished, and an id taken
+            # from those would queue the already delivered reply again under a new outbox key.
+            await self._turn(conversation, resumed, resume=True, first_event=covered[0])
             conversation = await self._conversations.open(key)
         if fresh:
             await self._turn(conversation, fresh, resume=False)
 
-    async def _turn(self, conversation: Conversation, batch: list[InboundMessage], *, resume: bool) -> None:
+    async def _turn(
+        self, conversation: Conversation, batch: list[InboundMessage], *, resume: bool, first_event: str | None = None
+    ) -> None:
         first = batch[0]
-        turn_id = f"{first.platform}:{first.event_id}"
+        turn_id = f"{first.platform}:{first_event or first.event_id}"
         short = uuid.uuid5(uuid.NAMESPACE_URL, turn_id).hex[:8]
         with bind(platform=first.platform, chat=first.chat_id, session=conversation.record.id, turn=short):
             await self._run(conversation, turn_id, batch, resume=resume)
@@ -273,13 +278,13 @@ def event_tag(batch: Sequence[InboundMessage]) -> str:
     return EVENT_TAG_PREFIX + ",".join(m.event_id for m in batch)
 
 
-def covered_events(conversation: Conversation) -> set[str]:
-    """The events answered by the session's last user message."""
+def covered_events(conversation: Conversation) -> list[str]:
+    """The events answered by the session's last user message, in the order they were tagged."""
     for record in reversed(conversation.records):
         if record.role == "user":
             tag = record.platform_message_id or ""
-            return set(tag[len(EVENT_TAG_PREFIX):].split(",")) if tag.startswith(EVENT_TAG_PREFIX) else set()
-    return set()
+            return tag[len(EVENT_TAG_PREFIX):].split(",") if tag.startswith(EVENT_TAG_PREFIX) else []
+    return []
 
 
 def overlay(batch: Sequence[InboundMessage], conversation: Conversation) -> str | None:

@@ -1,25 +1,53 @@
-"""The real ``switchboard run``, with the in-process loopback adapter added.
+"""The real ``switchboard run``, with test adapters added.
 
-Lifecycle tests start this as a subprocess (``python -m tests.fakes.run_gateway
+Tests start this as a subprocess (``python -m tests.fakes.run_gateway
 --config PATH``) so signals, exit statuses and files are the real ones.
+Options beside those of ``switchboard run``:
+
+``--with-broken``
+    also add an adapter that fails to start;
+``--relay URL``
+    add the relay adapter for the out-of-process platform at URL
+    (:mod:`tests.fakes.relay_platform`) instead of the in-process loopback one.
 """
 
 from __future__ import annotations
 
 import sys
 
+from adapters.base import Adapter
 from gateway.access import AccessPolicy
 from gateway.cli import build_parser
 from gateway.cli.run import run_command
 from tests.fakes.adapter import BrokenAdapter, LoopbackAdapter
+from tests.fakes.relay_adapter import RelayAdapter
+
+
+def take_option(argv: list[str], name: str) -> tuple[str | None, list[str]]:
+    """The value of ``name VALUE`` (or ``name=VALUE``) in ``argv``, and ``argv`` without it."""
+    rest: list[str] = []
+    value: str | None = None
+    args = iter(argv)
+    for arg in args:
+        if arg == name:
+            value = next(args, None)
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+    return value, rest
 
 
 def main(argv: list[str]) -> int:
     broken = "--with-broken" in argv
     argv = [arg for arg in argv if arg != "--with-broken"]
+    relay_url, argv = take_option(argv, "--relay")
     args = build_parser().parse_args(["run", *argv])
-    extra = [LoopbackAdapter(), *([BrokenAdapter()] if broken else [])]
-    return run_command(args, extra_adapters=extra, extra_access={"loopback": AccessPolicy(allow_all=True)})
+    extra: list[Adapter] = [RelayAdapter(relay_url)] if relay_url else [LoopbackAdapter()]
+    if broken:
+        extra.append(BrokenAdapter())
+    access = {adapter.platform: AccessPolicy(allow_all=True) for adapter in extra}
+    return run_command(args, extra_adapters=extra, extra_access=access)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,9 @@ async def test_compress_with_a_focus_summarises_and_splits(start_gateway: Gatewa
     for index in range(6):
         await running.adapter.inject(f"step {index}: " + "words " * 400)
         await running.adapter.wait_sent(index + 1)
+    async with asyncio.timeout(30):  # the last turn finishes just after its reply is sent
+        while running.gateway.lanes.running():
+            await asyncio.sleep(0.02)
     await running.adapter.inject("/compress the database migration")
     await running.adapter.wait_sent(7)
     reply = running.adapter.texts()[-1]

@@ -100,7 +100,9 @@ class ModelServer:
     tests. Replies come from the :meth:`script` queue, then :attr:`responder`,
     then :func:`default_reply`.
 
-    Settings (all cleared by :meth:`reset`): ``responder``; ``context_limit``
+    Settings (all cleared by :meth:`reset`): ``responder``; ``latency`` (seconds
+    every completion takes before it is answered, like a real model's think
+    time; 0 by default); ``context_limit``
     (an int, or a mapping of model name to int) above which requests get the
     API's context-length error; ``api_key`` (if set, other keys get 401);
     ``anthropic_cache.min_cacheable_tokens``; ``openai_cache.ttl`` and
@@ -153,6 +155,7 @@ class ModelServer:
         self.clock.reset()
         self._ids = itertools.count(1)
         self.responder: Responder | None = None
+        self.latency = 0.0
         self.context_limit: int | Mapping[str, int] | None = None
         self.api_key: str | None = None
         self.anthropic_cache = AnthropicCache(self._store)
@@ -201,6 +204,8 @@ class ModelServer:
         rejection = self._basic_rejection(request, body_ok) or self._prompt_rejection(record, dialect)
         if rejection is not None:
             return self._fail(record, dialect, rejection)
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
         reply = await self._resolve_reply(record)
         if isinstance(reply, ErrorReply):
             return self._fail(record, dialect, reply)
