@@ -90,6 +90,8 @@ class Gateway:
             on_cancelled=self._turn_stopped,
             on_wait=self.metrics.lane_wait.observe,
         )
+        # Read when /metrics is scraped, not recomputed on every message.
+        self.metrics.queue_depth.set_function(self.lanes.queued)
         access = access_from_config(loaded)
         access.policies.update(extra_access or {})
         pairing = Pairing(store)

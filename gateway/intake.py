@@ -93,8 +93,11 @@ class Intake:
         if command is not None and command.name == "whoami":
             self._spawn_command(command, message, key)
             return
-        approved = await self._pairing.is_approved(message.platform, message.user_id)
-        person = self._access.who(message, approved=approved)
+        person = self._access.who(message, approved=False)
+        if not person.allowed:
+            # Only a user the config does not let in needs the database's pairing approvals.
+            approved = await self._pairing.is_approved(message.platform, message.user_id)
+            person = self._access.who(message, approved=approved)
         if person.verdict is Verdict.PAIR:
             self._tracker.spawn(self._offer_pairing(message), name=f"pairing:{message.platform}:{message.user_id}")
             return
@@ -107,7 +110,6 @@ class Intake:
             return
         await self._open.wait()
         self._lanes.submit(str(key), message)
-        self._metrics.queue_depth.set(self._lanes.queued())
         log.info("inbound.accepted", session_key=str(key), chars=len(message.text), attachments=len(message.attachments),
                  **fields)  # fmt: skip
 
