@@ -46,14 +46,7 @@ class AnthropicProvider(Provider):
             else:
                 message = await self._client.messages.create(**params)
         except anthropic.APIError as error:
-            raise translate(
-                error,
-                provider=self.name,
-                model=request.model,
-                timeout_types=(anthropic.APITimeoutError,),
-                connection_types=(anthropic.APIConnectionError,),
-                status_types=(anthropic.APIStatusError,),
-            ) from error
+            raise translate(error, sdk=anthropic, provider=self.name, model=request.model) from error
         return from_anthropic(message, request.model)
 
     async def aclose(self) -> None:

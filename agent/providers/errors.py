@@ -1,12 +1,14 @@
 """Translating SDK exceptions into :class:`agent.errors.ProviderError`, in one place.
 
-Both SDKs expose the same three families (timeouts, connection errors, HTTP
-status errors with ``status_code`` and response headers), so one mapping
-serves both; each provider passes its SDK's classes.
+Both SDKs expose the same three families under the same names
+(``APITimeoutError``, ``APIConnectionError``, ``APIStatusError`` with
+``status_code`` and response headers), so one mapping serves both; each
+provider passes its SDK module.
 """
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 from agent.errors import ContextTooLongError, ErrorKind, ProviderError
@@ -48,20 +50,13 @@ def retry_after_seconds(headers: Any) -> float | None:
     return None
 
 
-def translate(
-    error: Exception,
-    *,
-    provider: str,
-    model: str,
-    timeout_types: tuple[type[Exception], ...],
-    connection_types: tuple[type[Exception], ...],
-    status_types: tuple[type[Exception], ...],
-) -> ProviderError:
-    if isinstance(error, timeout_types):
+def translate(error: Exception, *, sdk: ModuleType, provider: str, model: str) -> ProviderError:
+    """The ProviderError for an exception raised by ``sdk`` (the anthropic or openai module)."""
+    if isinstance(error, sdk.APITimeoutError):
         return ProviderError(ErrorKind.TIMEOUT, "the model did not answer in time", provider=provider, model=model)
-    if isinstance(error, connection_types):
+    if isinstance(error, sdk.APIConnectionError):
         return ProviderError(ErrorKind.CONNECTION, f"could not reach the API: {error}", provider=provider, model=model)
-    if isinstance(error, status_types):
+    if isinstance(error, sdk.APIStatusError):
         status = int(getattr(error, "status_code", 0) or 0)
         message = str(getattr(error, "message", "") or error)
         response = getattr(error, "response", None)

@@ -50,14 +50,7 @@ class OpenAIProvider(Provider):
                 return assembled.response(request.model)
             completion = await self._client.chat.completions.create(**params)
         except openai.APIError as error:
-            raise translate(
-                error,
-                provider=self.name,
-                model=request.model,
-                timeout_types=(openai.APITimeoutError,),
-                connection_types=(openai.APIConnectionError,),
-                status_types=(openai.APIStatusError,),
-            ) from error
+            raise translate(error, sdk=openai, provider=self.name, model=request.model) from error
         return from_openai(completion, request.model)
 
     async def aclose(self) -> None:
