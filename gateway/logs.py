@@ -106,6 +106,25 @@ def render_json(_: WrappedLogger, __: str, event_dict: EventDict) -> str:
     return json.dumps(ordered, ensure_ascii=False, default=str)
 
 
+class _RotatingFile(logging.handlers.RotatingFileHandler):
+    """Size rotation that formats each record once (the stdlib formats it again to measure it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record) + self.terminator
+            if self.stream is None:
+                self.stream = self._open()
+            position = self.stream.tell()
+            if self.maxBytes > 0 and position > 0 and position + len(line) > self.maxBytes:
+                self.doRollover()
+            self.stream.write(line)
+            self.flush()
+        except RecursionError:
+            raise
+        except Exception:  # noqa: BLE001 - logging must never take the process down
+            self.handleError(record)
+
+
 class RedactingFormatter(structlog.stdlib.ProcessorFormatter):
     """The last word on every line: masks secrets in the rendered text."""
 
@@ -143,9 +162,7 @@ def configure_logging(
     if file is not None:
         file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         file.touch(mode=0o600, exist_ok=True)
-        handlers.append(
-            logging.handlers.RotatingFileHandler(file, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
-        )
+        handlers.append(_RotatingFile(file, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"))
     if console:
         handlers.append(logging.StreamHandler(sys.stderr))
     formatter = _formatter(fmt)
