@@ -19,7 +19,7 @@ import logging
 import logging.handlers
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -202,11 +202,4 @@ def bind(**fields: Any) -> Iterator[None]:
     with structlog.contextvars.bound_contextvars(**fields):
         yield
 
-
-def context() -> Mapping[str, Any]:
-    return structlog.contextvars.get_contextvars()
-
-
-def add_redacted_secrets(secrets: list[str]) -> None:
-    redactor.add_secrets(secrets)
 
