@@ -13,19 +13,19 @@ session. Its layers, in order:
 9. the platform hint.
 
 Per-call additions (gateway overlays, pending notices) never enter the frozen
-prompt: :func:`combine_ephemeral` and :func:`call_messages` add them at call time.
+prompt: they travel as ``ModelRequest.ephemeral`` (joined with :func:`combine_ephemeral`),
+which the providers send after the last cache breakpoint.
 Building reads a few small files; call it off the event loop if that matters::
 
     prompt = build_system_prompt(PromptInputs(session_id="s1", started_at=now, platform="telegram",
                                               home=home, memory=store.snapshot()))
-    messages = call_messages(prompt, history, ephemeral="The user is in a group chat.")
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -198,21 +198,3 @@ def combine_ephemeral(*parts: str | None) -> str | None:
     """Join per-call texts (overlays, notices) into one; None when all are empty."""
     texts = [part.strip() for part in parts if part and part.strip()]
     return SECTION_SEPARATOR.join(texts) if texts else None
-
-
-def call_messages(
-    prompt: SystemPrompt | str,
-    history: Sequence[ChatMessage] = (),
-    ephemeral: str | None = None,
-) -> list[ChatMessage]:
-    """A new list for one model call: the frozen prompt, the history, then the ephemeral text.
-
-    The ephemeral text goes last, as its own system message marked
-    ``meta={"ephemeral": True}``, so everything before it stays a cacheable
-    prefix. Nothing passed in is modified.
-    """
-    text = prompt.text if isinstance(prompt, SystemPrompt) else prompt
-    messages = [ChatMessage.system(text), *history]
-    if ephemeral and ephemeral.strip():
-        messages.append(ChatMessage(role="system", content=ephemeral.strip(), meta={"ephemeral": True}))
-    return messages

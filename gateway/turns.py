@@ -26,9 +26,9 @@ import structlog
 
 from adapters.base import Adapter
 from agent.compressor import CompressionResult
-from agent.core import AgentSession
 from agent.errors import ModelUnavailableError
 from agent.messages import ChatMessage
+from agent.prompt import combine_ephemeral
 from agent.providers.base import ModelResponse
 from agent.tokens import estimate_message
 from config.models import CompressionConfig
@@ -39,7 +39,7 @@ from gateway.delivery import Delivery
 from gateway.events import InboundMessage
 from gateway.logs import bind
 from gateway.metrics import Metrics
-from gateway.session_key import SessionKey, session_key_for
+from gateway.session_key import session_key_for
 from gateway.typing_indicator import typing
 from storage import SessionRecord, Store
 
@@ -298,5 +298,5 @@ def overlay(batch: Sequence[InboundMessage], conversation: Conversation) -> str 
         notes.append("[The previous conversation ended after a long pause; this one starts without its history.]")
     elif conversation.reset_reason == "daily":
         notes.append("[Conversations start afresh every day; this one starts without yesterday's history.]")
-    return "\n".join(notes) or None
+    return combine_ephemeral(*notes)
 

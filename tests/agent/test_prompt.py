@@ -9,7 +9,6 @@ import pytest
 
 from agent.identity import DEFAULT_SOUL, SOUL_FILE, load_identity, seed_soul
 from agent.memory import MemoryStore, MemoryTarget
-from agent.messages import ChatMessage
 from agent.platform_hints import PLATFORM_HINTS, platform_hint
 from agent.prompt import (
     MEMORY_GUIDANCE,
@@ -18,7 +17,6 @@ from agent.prompt import (
     PromptInputs,
     SystemPrompt,
     build_system_prompt,
-    call_messages,
     combine_ephemeral,
     session_line,
 )
@@ -213,18 +211,8 @@ def test_configured_hints_override_the_built_in_ones(home: Path) -> None:
 # --- per-call additions -------------------------------------------------------------------------
 
 
-def test_call_messages_add_ephemeral_text_without_touching_the_frozen_prompt(home: Path) -> None:
-    prompt = build_system_prompt(_inputs(home))
-    history = (ChatMessage.user("hello"),)
-    before = prompt.text
-    messages = call_messages(prompt, history, ephemeral=combine_ephemeral("Group chat.", None, " Pending: 2 "))
-    assert messages[0] == ChatMessage.system(before)
-    assert messages[1] == history[0]
-    assert messages[-1].content == "Group chat.\n\nPending: 2"
-    assert messages[-1].meta == {"ephemeral": True}
-    assert prompt.text == before and history == (ChatMessage.user("hello"),)
-    plain = call_messages(prompt, history)
-    assert [m.role for m in plain] == ["system", "user"]
+def test_combine_ephemeral_joins_the_non_empty_parts() -> None:
+    assert combine_ephemeral("Group chat.", None, " Pending: 2 ") == "Group chat.\n\nPending: 2"
 
 
 def test_combine_ephemeral_of_nothing_is_none() -> None:
