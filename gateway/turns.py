@@ -193,7 +193,7 @@ class TurnRunner:
             return history[-1].content  # a replay: the reply was stored before the crash
         agent = self._conversations.agent_session(ref.record, conversation.records)
         adapter = self._adapters[batch[0].platform]
-        observer = _Persist(self, ref)
+        observer = _Persist(self._store, self._conversations, self._metrics, ref)
         self._metrics.turns_running.inc()
         try:
             async with typing(adapter, batch[0].chat_id, batch[0].thread_id):
@@ -231,19 +231,21 @@ class TurnRunner:
 class _Persist:
     """Stores what the agent produces as it produces it, and accounts usage."""
 
-    def __init__(self, runner: TurnRunner, ref: _SessionRef) -> None:
-        self._runner = runner
+    def __init__(self, store: Store, conversations: Conversations, metrics: Metrics, ref: _SessionRef) -> None:
+        self._store = store
+        self._conversations = conversations
+        self._metrics = metrics
         self._ref = ref
 
     async def on_message(self, message: ChatMessage) -> None:
-        await self._runner._store.append_messages(self._ref.record.id, [to_new(message)])
+        await self._store.append_messages(self._ref.record.id, [to_new(message)])
 
     async def on_compaction(self, result: CompressionResult) -> None:
-        self._ref.record = await self._runner._conversations.split(self._ref.record, result.messages)
+        self._ref.record = await self._conversations.split(self._ref.record, result.messages)
 
     async def on_model_call(self, response: ModelResponse, cost_usd: float | None) -> None:
         u = response.usage
-        await self._runner._store.add_usage(
+        await self._store.add_usage(
             self._ref.record.id,
             input_tokens=u.input_tokens,
             output_tokens=u.output_tokens,
@@ -252,7 +254,7 @@ class _Persist:
             last_prompt_tokens=u.prompt_tokens,
             cost_usd=cost_usd or 0.0,
         )
-        metrics = self._runner._metrics
+        metrics = self._metrics
         for kind, value in (("input", u.input_tokens), ("output", u.output_tokens),
                             ("cache_read", u.cache_read_tokens), ("cache_write", u.cache_write_tokens)):  # fmt: skip
             metrics.tokens.labels(kind).inc(value)
