@@ -63,6 +63,9 @@ class ChatMessage:
     reasoning: str | None = None
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     """Bookkeeping that never goes to a model (e.g. ``{"summary": True}``)."""
+    token_estimate: int | None = field(default=None, init=False, repr=False, compare=False, hash=False)
+    """The estimated size, remembered by :func:`agent.tokens.estimate_message` (never copied by
+    ``dataclasses.replace``, so an edited message is estimated afresh)."""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:

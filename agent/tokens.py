@@ -179,13 +179,17 @@ def estimate_text(text: str) -> int:
 def estimate_message(message: ChatMessage) -> int:
     """Estimated tokens ``message`` adds to a prompt: content, tool calls and framing.
 
-    ``reasoning`` and ``meta`` are not counted: providers do not send them back.
+    ``reasoning`` and ``meta`` are not counted: providers do not send them back. The result is
+    remembered on the message (it is immutable), so a long history is estimated once.
     """
+    if message.token_estimate is not None:
+        return message.token_estimate
     tokens = MESSAGE_OVERHEAD + estimate_text(message.content)
     for call in message.tool_calls:
         tokens += TOOL_CALL_OVERHEAD + estimate_text(call.id) + estimate_text(call.name) + estimate_text(call.arguments)
     if message.tool_call_id:
         tokens += estimate_text(message.tool_call_id)
+    object.__setattr__(message, "token_estimate", tokens)
     return tokens
 
 

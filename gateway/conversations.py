@@ -66,7 +66,7 @@ class Conversations:
         record = await self._store.find_open_session(str(key))
         reason = None
         if record is not None:
-            records = await self._store.load_messages(record.id)
+            records = await self._store.load_messages(record.id, last_seq=record.message_count)
             reason = self.expired(record, records)
             if reason is None:
                 return self._conversation(record, records)

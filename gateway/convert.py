@@ -8,14 +8,19 @@ from storage import MessageRecord, NewMessage, ToolCallRecord
 
 
 def to_chat(record: MessageRecord) -> ChatMessage:
-    return ChatMessage(
+    message = ChatMessage(
         role=record.role,  # type: ignore[arg-type]
         content=record.content,
-        tool_calls=tuple(ToolCall(c.id, c.name, c.arguments) for c in record.tool_calls),
+        tool_calls=tuple(ToolCall(c.id, c.name, c.arguments) for c in record.tool_calls) if record.tool_calls else (),
         tool_call_id=record.tool_call_id,
         tool_name=record.tool_name,
         reasoning=record.reasoning,
     )
+    if record.token_estimate is not None:
+        # Stored when the message was written (by to_new, with the same estimator): reuse it
+        # rather than estimating the whole history again on every turn.
+        object.__setattr__(message, "token_estimate", record.token_estimate)
+    return message
 
 
 def to_new(message: ChatMessage, *, platform_message_id: str | None = None) -> NewMessage:

@@ -9,7 +9,7 @@ to and from JSON (the gateway's durable inbox stores them).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
@@ -67,8 +67,10 @@ class InboundMessage:
     timestamp: float = field(default_factory=time.time)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        # Field by field: dataclasses.asdict deep-copies every value, and this runs per message.
+        data = {name: getattr(self, name) for name in _INBOUND_FIELDS}
         data["chat_type"] = self.chat_type.value
+        data["attachments"] = [asdict(item) for item in self.attachments]
         return data
 
     @classmethod
@@ -77,6 +79,9 @@ class InboundMessage:
         values["chat_type"] = ChatType(values["chat_type"])
         values["attachments"] = tuple(Attachment(**item) for item in values.get("attachments") or ())
         return cls(**values)
+
+
+_INBOUND_FIELDS = tuple(f.name for f in fields(InboundMessage))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -17,10 +17,12 @@ delivers the stored reply: every inbound message gets exactly one reply.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
@@ -210,6 +212,7 @@ class TurnRunner:
             return error.user_message
         finally:
             self._metrics.turns_running.dec()
+            await observer.flush()
         elapsed = time.monotonic() - started
         self._metrics.turns.labels(batch[0].platform, result.outcome).inc()
         self._metrics.turn_seconds.observe(elapsed)
@@ -229,31 +232,48 @@ class TurnRunner:
 
 
 class _Persist:
-    """Stores what the agent produces as it produces it, and accounts usage."""
+    """Stores what the agent produces as it produces it, and accounts usage.
+
+    A model call's usage is written together with the message that call produced (both are
+    queued at once, so the store commits them in one group), not one round trip after the other.
+    """
 
     def __init__(self, store: Store, conversations: Conversations, metrics: Metrics, ref: _SessionRef) -> None:
         self._store = store
         self._conversations = conversations
         self._metrics = metrics
         self._ref = ref
+        self._usage: dict[str, Any] | None = None
 
     async def on_message(self, message: ChatMessage) -> None:
-        await self._store.append_messages(self._ref.record.id, [to_new(message)])
+        append = self._store.append_messages(self._ref.record.id, [to_new(message)])
+        if self._usage is None:
+            await append
+            return
+        usage, self._usage = self._usage, None
+        await asyncio.gather(self._store.add_usage(self._ref.record.id, **usage), append)
+
+    async def flush(self) -> None:
+        """Write usage still held (a model call whose message never came)."""
+        if self._usage is not None:
+            usage, self._usage = self._usage, None
+            await self._store.add_usage(self._ref.record.id, **usage)
 
     async def on_compaction(self, result: CompressionResult) -> None:
+        await self.flush()
         self._ref.record = await self._conversations.split(self._ref.record, result.messages)
 
     async def on_model_call(self, response: ModelResponse, cost_usd: float | None) -> None:
+        await self.flush()
         u = response.usage
-        await self._store.add_usage(
-            self._ref.record.id,
-            input_tokens=u.input_tokens,
-            output_tokens=u.output_tokens,
-            cache_read_tokens=u.cache_read_tokens,
-            cache_write_tokens=u.cache_write_tokens,
-            last_prompt_tokens=u.prompt_tokens,
-            cost_usd=cost_usd or 0.0,
-        )
+        self._usage = {
+            "input_tokens": u.input_tokens,
+            "output_tokens": u.output_tokens,
+            "cache_read_tokens": u.cache_read_tokens,
+            "cache_write_tokens": u.cache_write_tokens,
+            "last_prompt_tokens": u.prompt_tokens,
+            "cost_usd": cost_usd or 0.0,
+        }
         metrics = self._metrics
         for kind, value in (("input", u.input_tokens), ("output", u.output_tokens),
                             ("cache_read", u.cache_read_tokens), ("cache_write", u.cache_write_tokens)):  # fmt: skip

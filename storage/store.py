@@ -251,8 +251,12 @@ class Store:
         self._cache.extend(session_id, records)
         return records
 
-    async def load_messages(self, session_id: str) -> list[MessageRecord]:
-        """The whole history of a session, ordered by ``seq``."""
+    async def load_messages(self, session_id: str, *, last_seq: int | None = None) -> list[MessageRecord]:
+        """The whole history of a session, ordered by ``seq``.
+
+        ``last_seq`` is the session's last ``seq`` as just read (``SessionRecord.message_count``
+        of a fresh record): with it, a cached history is checked without another query.
+        """
         cached = self._cache.get(session_id)
         if cached is None:
             records = await self._read(partial(messages.load_messages, session_id=session_id))
@@ -260,7 +264,8 @@ class Store:
                 raise SessionNotFoundError(session_id)
             self._cache.put(session_id, records)
             return records
-        last_seq = await self._read(partial(messages.last_seq, session_id=session_id))
+        if last_seq is None:
+            last_seq = await self._read(partial(messages.last_seq, session_id=session_id))
         if last_seq is None:
             self._cache.discard(session_id)
             raise SessionNotFoundError(session_id)

@@ -117,6 +117,7 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._specs: tuple[ToolSpec, ...] | None = None
         for tool in tools:
             self.register(tool)
 
@@ -127,6 +128,7 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        self._specs = None
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -148,8 +150,14 @@ class ToolRegistry:
         return [tool.schema() for tool in self._tools.values()]
 
     def specs(self) -> list[ToolSpec]:
-        """The schemas as the agent loop's :class:`ToolSpec` values."""
-        return [ToolSpec(**schema) for schema in self.schemas()]
+        """The schemas as the agent loop's :class:`ToolSpec` values.
+
+        Built once per set of tools (every model call asks for them); callers must not change
+        the parameter schemas they get.
+        """
+        if self._specs is None:
+            self._specs = tuple(ToolSpec(**schema) for schema in self.schemas())
+        return list(self._specs)
 
     async def dispatch(self, name: str, arguments: Mapping[str, Any] | str, context: ToolContext) -> str:
         """Run tool ``name``; unknown tools and bad arguments come back as error text."""

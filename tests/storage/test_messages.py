@@ -122,6 +122,22 @@ async def test_history_seen_by_one_store_follows_appends_from_another(db_path: P
         await second.close()
 
 
+async def test_last_seq_from_a_fresh_session_record_revalidates_the_cache(db_path: Path) -> None:
+    first, second = await Store.open(db_path), await Store.open(db_path)
+    try:
+        session = await new_session(first)
+        await first.append_messages(session.id, [user("a")])
+        assert [m.content for m in await first.load_messages(session.id)] == ["a"]  # cached in `first`
+        await second.append_messages(session.id, [user("b")])
+        record = await first.get_session(session.id)
+        assert record is not None and record.message_count == 2
+        loaded = await first.load_messages(session.id, last_seq=record.message_count)
+        assert [m.content for m in loaded] == ["a", "b"]
+    finally:
+        await first.close()
+        await second.close()
+
+
 async def test_loaded_lists_are_copies(store: Store) -> None:
     session = await new_session(store)
     await store.append_messages(session.id, [user("a")])
