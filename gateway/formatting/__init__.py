@@ -20,6 +20,7 @@ platform library is imported here.
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from gateway.events import Markup
@@ -57,6 +58,20 @@ def dialect_for(markup: Markup) -> Dialect:
     return _DIALECTS[Markup(markup)]
 
 
+_SPECIAL: Final = re.compile(r"[^ -~]|[\\`*_~\[\]<>&|#!()]|://|www\.|\s\s|\s$")
+"""Anything Markdown or a dialect might treat specially (or that needs a closer look): markup
+characters, URLs, runs of whitespace, anything outside printable ASCII (line breaks included)."""
+
+
+def _as_is(text: str, max_length: int, length_unit: str) -> str | None:
+    """``text`` itself when it is one short line of plain ASCII prose that every dialect writes
+    unchanged (most short replies); None when it needs the full pipeline."""
+    text = text.strip()
+    if not text or len(text) > max_length or not text[0].isalpha() or _SPECIAL.search(text):
+        return None
+    return text
+
+
 def render(markdown_text: str, markup: Markup, *, max_length: int, length_unit: str) -> list[Chunk]:
     """Convert model Markdown into chunks of ``markup`` that each fit ``max_length``.
 
@@ -71,6 +86,11 @@ def render(markdown_text: str, markup: Markup, *, max_length: int, length_unit: 
     Raises ``ValueError`` for a limit below :data:`MIN_LENGTH` or an unknown unit.
     """
     measure("", length_unit)  # rejects an unknown unit before any work
+    if max_length < MIN_LENGTH:
+        raise ValueError(f"max_length must be at least {MIN_LENGTH}, got {max_length}")
+    simple = _as_is(markdown_text, max_length, length_unit)
+    if simple is not None:
+        return [Chunk(simple, simple)]
     dialect = dialect_for(markup)
     pieces = lower(parse(markdown_text), bullets=dialect.bullets)
     return split(pieces, dialect, _PLAIN, limit=max_length, unit=length_unit)
