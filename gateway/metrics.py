@@ -28,6 +28,8 @@ class Metrics:
         self.tokens = Counter(
             "switchboard_tokens_total", "Model tokens: input, output, cache_read, cache_write", ["kind"], registry=r
         )
+        self.token_counters = tuple(self.tokens.labels(kind) for kind in ("input", "output", "cache_read", "cache_write"))
+        """The four token counters, looked up once (every model call adds to them)."""
         self.cost = Counter("switchboard_cost_usd_total", "Model cost in US dollars", registry=r)
         self.deliveries = Counter("switchboard_delivered_total", "Message chunks delivered", ["platform"], registry=r)
         self.delivery_retries = Counter(

@@ -274,12 +274,13 @@ class _Persist:
             "last_prompt_tokens": u.prompt_tokens,
             "cost_usd": cost_usd or 0.0,
         }
-        metrics = self._metrics
-        for kind, value in (("input", u.input_tokens), ("output", u.output_tokens),
-                            ("cache_read", u.cache_read_tokens), ("cache_write", u.cache_write_tokens)):  # fmt: skip
-            metrics.tokens.labels(kind).inc(value)
+        input_, output, cache_read, cache_write = self._metrics.token_counters
+        input_.inc(u.input_tokens)
+        output.inc(u.output_tokens)
+        cache_read.inc(u.cache_read_tokens)
+        cache_write.inc(u.cache_write_tokens)
         if cost_usd:
-            metrics.cost.inc(cost_usd)
+            self._metrics.cost.inc(cost_usd)
 
 
 def compose(batch: Sequence[InboundMessage]) -> str:
