@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,9 @@ class _SessionRef:
     record: SessionRecord
 
 
+MAX_REMEMBERED_WARNINGS = 10_000
+
+
 class TurnRunner:
     def __init__(
         self,
@@ -83,7 +87,8 @@ class TurnRunner:
         self._compression = compression
         self._context_length = context_length
         self._group_per_user = group_per_user
-        self._hygiene_warned: set[str] = set()
+        self._hygiene_warned: OrderedDict[str, None] = OrderedDict()
+        """Sessions already told that compaction failed (the most recent ones; bounded)."""
 
     async def run(self, _lane: str, batch: list[InboundMessage]) -> None:
         """The lane's entry point: the turn(s) for ``batch`` (messages of one session, in order).
@@ -173,7 +178,9 @@ class TurnRunner:
             ref.record = await self._conversations.split(ref.record, result.messages)
             return list(result.messages)
         if result.summary_failed and ref.record.id not in self._hygiene_warned:
-            self._hygiene_warned.add(ref.record.id)
+            self._hygiene_warned[ref.record.id] = None
+            if len(self._hygiene_warned) > MAX_REMEMBERED_WARNINGS:
+                self._hygiene_warned.popitem(last=False)
             await self._delivery.send_text(
                 turn_id=f"notice:hygiene:{ref.record.id}",
                 platform=first.platform,
