@@ -1,6 +1,14 @@
 # syntax=docker/dockerfile:1
 # Switchboard: a two-stage image. The build stage makes a wheel-only virtualenv;
 # the runtime stage copies it onto a slim base and runs as an unprivileged user.
+#
+# Build and run (from the repository root):
+#   docker build -t switchboard .
+#   docker run -d --name switchboard --env-file deploy/.env -v switchboard-data:/data switchboard
+# Any other command runs in place of `run`, e.g. `docker run --rm -v switchboard-data:/data switchboard doctor`.
+#
+# The base is pinned to a patch release; for fully reproducible builds pin its digest too:
+#   docker buildx imagetools inspect python:3.11.11-slim-bookworm   (copy the Digest, then FROM ...@sha256:<digest>)
 
 FROM python:3.11.11-slim-bookworm AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
@@ -22,7 +30,8 @@ COPY --from=build /opt/switchboard /opt/switchboard
 ENV PATH=/opt/switchboard/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     SWITCHBOARD_HOME=/data
-USER switchboard
+# The switchboard user created above, by number so Kubernetes' runAsNonRoot can verify it.
+USER 10001:10001
 WORKDIR /data
 VOLUME ["/data"]
 # /health listens on 127.0.0.1:8642 inside the container by default (health: in config.yaml).

@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test bench check clean
+.PHONY: run test bench check doctor clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ run: $(VENV)/.installed-run
 ## check: validate the configuration and show what `run` would start
 check: $(VENV)/.installed-run
 	$(BIN)/switchboard check $(ARGS)
+
+## doctor: check config, permissions, database, disk, platform tokens and the model
+doctor: $(VENV)/.installed-run
+	$(BIN)/switchboard doctor $(ARGS)
 
 ## test: the whole test suite (PYTEST_ARGS="-k name" to narrow it)
 test: $(VENV)/.installed-dev

@@ -5,6 +5,7 @@ This package is a leaf: it imports nothing from gateway, agent, adapters or conf
 """
 
 from storage.errors import (
+    BackupError,
     InvalidTitleError,
     ReadFailedError,
     SchemaError,
@@ -36,6 +37,7 @@ from storage.store import Store
 from storage.writer import MergePolicy
 
 __all__ = [
+    "BackupError",
     "END_COMPRESSION",
     "InboxRecord",
     "InvalidTitleError",

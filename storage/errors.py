@@ -7,6 +7,7 @@
     ├── WriteFailedError        a write could not be made durable (carries the sqlite error)
     ├── ReadFailedError         a read failed (carries the sqlite error)
     ├── SessionNotFoundError    no session with that id
+    ├── BackupError             a backup or restore could not be made (says what to do)
     └── TitleError
         ├── InvalidTitleError   empty after cleaning, or too long (also a ValueError)
         └── TitleInUseError     another session already holds the title
@@ -21,6 +22,7 @@ from __future__ import annotations
 import sqlite3
 
 __all__ = [
+    "BackupError",
     "InvalidTitleError",
     "ReadFailedError",
     "SchemaError",
@@ -90,6 +92,10 @@ class SessionNotFoundError(StorageError, LookupError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"no session with id {session_id!r}")
         self.session_id = session_id
+
+
+class BackupError(StorageError):
+    """A backup or restore was refused or failed; the message says what to do."""
 
 
 class TitleError(StorageError):

@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from gateway.cli import check, pairing, run, sessions
+from gateway.cli import backup, check, doctor, pairing, run, sessions
 from gateway.version import version
 
-COMMAND_MODULES = (run, check, sessions, pairing)
+COMMAND_MODULES = (run, check, doctor, sessions, pairing, backup)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,49 @@
+"""Running the doctor's checks in order: local ones first, then the network ones side by side."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from config import ConfigError, LoadedConfig, load_config
+from config.models import PLATFORMS
+from config.plan import build_plan
+from gateway.doctor.local import config_check, config_error_check, database_check, disk_check, home_check
+from gateway.doctor.model import model_check
+from gateway.doctor.platforms import run_platform_check
+from gateway.doctor.results import Check
+
+LOCAL_NAMES = ("home", "database", "disk")
+
+
+async def run_checks(config_path: Path | None, *, offline: bool) -> tuple[list[Check], list[str]]:
+    """Every check's result, in a fixed order, and the secrets the caller must redact from them."""
+    try:
+        loaded = load_config(config_path)
+    except ConfigError as error:
+        skipped = [Check.skip(name, "needs a valid configuration") for name in (*LOCAL_NAMES, *PLATFORMS, "model")]
+        return [config_error_check(error), *skipped], []
+    checks = [config_check(loaded), home_check(loaded), database_check(loaded), disk_check(loaded)]
+    checks += await _network_checks(loaded, offline=offline)
+    return checks, loaded.secrets()
+
+
+async def _network_checks(loaded: LoadedConfig, *, offline: bool) -> list[Check]:
+    enabled = set(build_plan(loaded).enabled)
+    pending: list[asyncio.Task[Check]] = []
+    results: list[Check | asyncio.Task[Check]] = []
+    for name in PLATFORMS:
+        if offline:
+            results.append(Check.skip(name, "--offline"))
+        elif name not in enabled:
+            results.append(Check.skip(name, "not enabled"))
+        else:
+            pending.append(asyncio.create_task(run_platform_check(name, loaded)))
+            results.append(pending[-1])
+    if offline:
+        results.append(Check.skip("model", "--offline"))
+    else:
+        pending.append(asyncio.create_task(model_check(loaded)))
+        results.append(pending[-1])
+    await asyncio.gather(*pending)
+    return [item.result() if isinstance(item, asyncio.Task) else item for item in results]

@@ -1,0 +1,204 @@
+"""``switchboard doctor`` as an operator runs it: a real subprocess, real HTTP to local stand-ins.
+
+The platform calls go to small aiohttp stubs (tests/gateway/platform_stubs.py)
+and the model call to the fake model server, both on 127.0.0.1, through each
+service's api_base_url / base_url in config.yaml.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sqlite3
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+import yaml
+
+from config.home import ensure_home
+from config.loader import example_config_text
+from storage import NewMessage, Store
+from tests.fakes.model_server import ModelServer
+from tests.gateway.platform_stubs import (
+    DISCORD_TOKEN,
+    SLACK_APP_TOKEN,
+    SLACK_BOT_TOKEN,
+    TELEGRAM_TOKEN,
+    PlatformStubs,
+    platform_stubs,
+)
+from tests.gateway.processes import REPO, clean_env
+
+MODEL_KEY = "sk-ant-doctor-test-key-0123456789"
+GOOD_SECRETS = {
+    "TELEGRAM_BOT_TOKEN": TELEGRAM_TOKEN,
+    "DISCORD_BOT_TOKEN": DISCORD_TOKEN,
+    "SLACK_BOT_TOKEN": SLACK_BOT_TOKEN,
+    "SLACK_APP_TOKEN": SLACK_APP_TOKEN,
+    "ANTHROPIC_API_KEY": MODEL_KEY,
+}
+CHECKS = ("config", "home", "database", "disk", "telegram", "discord", "slack", "model")
+
+
+@dataclass
+class Doctor:
+    home: Path
+    stubs: PlatformStubs
+    model: ModelServer
+
+    def configure(self, *, model_url: str | None = None, message_content_intent: bool = True) -> None:
+        config = {
+            "model": {"provider": "anthropic", "name": "claude-sonnet-4-6", "base_url": model_url or self.model.base_url},
+            "platforms": {
+                "telegram": {"api_base_url": self.stubs.telegram},
+                "discord": {"api_base_url": self.stubs.discord, "message_content_intent": message_content_intent},
+                "slack": {"api_base_url": self.stubs.slack},
+            },
+            "health": {"port": 0},
+        }
+        (self.home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+
+    async def run(self, *args: str, **secrets: str) -> tuple[int, dict[str, str], str]:
+        """Exit status, each check's line by name, and everything printed."""
+        env = clean_env(self.home, **{**GOOD_SECRETS, **secrets})
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "gateway.cli", "doctor", *args, cwd=REPO, env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await process.communicate()
+        text = out.decode() + err.decode()
+        lines = {}
+        for line in out.decode().splitlines():
+            parts = line.split(maxsplit=2)
+            if len(parts) >= 2 and parts[0] in {"ok", "FAIL", "skip"}:
+                lines[parts[1]] = line
+        assert process.returncode is not None
+        return process.returncode, lines, text
+
+
+@pytest_asyncio.fixture
+async def doctor(model_server: ModelServer, tmp_path: Path) -> AsyncIterator[Doctor]:
+    model_server.api_key = MODEL_KEY
+    home = tmp_path / "home"
+    ensure_home(home, config_template=example_config_text())
+    store = await Store.open(home / "state.db")
+    session = await store.create_session(session_key="telegram:1", platform="telegram", chat_id="1")
+    await store.append_messages(session.id, [NewMessage("user", "hello " * 200) for _ in range(50)])
+    await store.close()
+    async with platform_stubs() as stubs:
+        running = Doctor(home, stubs, model_server)
+        running.configure()
+        yield running
+
+
+def assert_no_secret(text: str) -> None:
+    for secret in GOOD_SECRETS.values():
+        assert secret not in text
+
+
+async def test_everything_good_exits_0_with_every_line_ok(doctor: Doctor) -> None:
+    status, lines, text = await doctor.run()
+    assert status == 0, text
+    assert list(lines) == list(CHECKS)
+    assert all(line.startswith("ok  ") for line in lines.values()), text
+    assert "@doctor_test_bot" in lines["telegram"]
+    assert "Message Content intent on" in lines["discord"]
+    assert "doctor in Doctors" in lines["slack"]
+    assert "one-token request" in lines["model"]
+    (call,) = doctor.model.requests
+    assert call.body["max_tokens"] == 1
+    assert_no_secret(text)
+
+
+@pytest.mark.parametrize(
+    ("variable", "bad", "check", "expected"),
+    [
+        ("TELEGRAM_BOT_TOKEN", "123456789:AAwrong-token-from-somewhere-else", "telegram",
+         "Telegram rejected the token (401 Unauthorized). Fix: copy the token again from @BotFather"),
+        ("DISCORD_BOT_TOKEN", "wrong-discord-token.abc.def", "discord",
+         "Discord rejected the token (401 Unauthorized). Fix: Developer Portal > your application > Bot > Reset Token"),
+        ("SLACK_BOT_TOKEN", "xoxb-wrong-slack-token", "slack",
+         "Slack rejected the bot token (invalid_auth). Fix: OAuth & Permissions > Bot User OAuth Token"),
+        ("ANTHROPIC_API_KEY", "sk-ant-wrong-key-0123456789", "model",
+         "auth (401)"),
+    ],
+)  # fmt: skip
+async def test_a_rejected_token_fails_its_line_and_says_where_to_put_a_new_one(
+    doctor: Doctor, variable: str, bad: str, check: str, expected: str
+) -> None:
+    status, lines, text = await doctor.run(**{variable: bad})
+    assert status == 1
+    assert lines[check].startswith(f"FAIL  {check}")
+    assert expected in lines[check]
+    assert variable in lines[check], "the fix names the variable the token comes from"
+    assert [name for name, line in lines.items() if line.startswith("FAIL")] == [check]
+    assert bad not in text
+    assert_no_secret(text)
+
+
+async def test_discord_without_the_message_content_intent_explains_4014(doctor: Doctor) -> None:
+    doctor.stubs.discord_flags = 0
+    status, lines, _ = await doctor.run()
+    assert status == 1
+    assert "4014" in lines["discord"] and "Message Content Intent" in lines["discord"]
+
+
+async def test_a_home_others_can_read_fails_with_the_chmod_to_run(doctor: Doctor) -> None:
+    os.chmod(doctor.home, 0o755)
+    os.chmod(doctor.home / ".env", 0o644)
+    status, lines, _ = await doctor.run("--offline")
+    assert status == 1
+    assert lines["home"].startswith("FAIL  home")
+    assert f"{doctor.home}/ (0755)" in lines["home"] and ".env (0644)" in lines["home"]
+    assert f"Fix: chmod 700 {doctor.home} && chmod -R go-rwx {doctor.home}" in lines["home"]
+
+
+async def test_a_damaged_database_fails_with_restore_advice(doctor: Doctor) -> None:
+    db = doctor.home / "state.db"
+    with db.open("r+b") as handle:
+        handle.seek(db.stat().st_size // 2)
+        handle.write(b"\xa5" * 4096 * 4)
+    status, lines, _ = await doctor.run("--offline")
+    assert status == 1
+    assert lines["database"].startswith(f"FAIL  database  {db} is damaged")
+    assert "switchboard restore" in lines["database"]
+
+
+async def test_a_database_from_a_newer_build_fails(doctor: Doctor) -> None:
+    with sqlite3.connect(doctor.home / "state.db") as conn:
+        conn.execute("UPDATE schema_version SET version = version + 1")
+    status, lines, _ = await doctor.run("--offline")
+    assert status == 1
+    assert "written by a newer Switchboard" in lines["database"]
+
+
+async def test_a_model_endpoint_that_is_down_fails_the_model_line(doctor: Doctor) -> None:
+    with socket.socket() as probe:  # a port nothing listens on once it is closed
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    doctor.configure(model_url=closed)
+    status, lines, _ = await doctor.run()
+    assert status == 1
+    assert lines["model"].startswith("FAIL  model")
+    assert f"at {closed}: connection" in lines["model"]
+    assert "Fix: check the network, any proxy, and model.base_url" in lines["model"]
+
+
+async def test_offline_skips_the_network_and_passes(doctor: Doctor) -> None:
+    status, lines, text = await doctor.run("--offline")
+    assert status == 0, text
+    assert [name for name, line in lines.items() if line.startswith("skip")] == ["telegram", "discord", "slack", "model"]
+    assert doctor.model.requests == []
+
+
+async def test_a_broken_config_fails_and_skips_the_rest(doctor: Doctor) -> None:
+    (doctor.home / "config.yaml").write_text("compression:\n  threshold: 1.5\n", encoding="utf-8")
+    status, lines, _ = await doctor.run()
+    assert status == 1
+    assert "compression.threshold: must be between 0 and 1, got 1.5" in lines["config"]
+    assert all(lines[name].startswith("skip") for name in CHECKS[1:])
