@@ -157,7 +157,14 @@ class Listen(Section):
 class SlackListen(Listen):
     port: Port = 3000
     path: str = "/slack/events"
-    """URL path Slack posts events to."""
+    """URL path Slack posts events to (the path of the app's Request URL)."""
+
+    @field_validator("path")
+    @classmethod
+    def _path_is_absolute(cls, value: str) -> str:
+        if not value.startswith("/"):
+            raise PydanticCustomError("slack_path", "must start with / (for example /slack/events)")
+        return value
 
 
 class TelegramConfig(Section):
@@ -183,6 +190,10 @@ class TelegramConfig(Section):
     """Answer everyone (an open bot)."""
     require_mention: bool = True
     """In groups, answer only when mentioned or replied to."""
+    poll_timeout: Annotated[int, _between(1, 50)] = 30
+    """Polling mode: seconds one getUpdates request waits for new messages (long polling)."""
+    stall_timeout: Annotated[float, _between(2.0, 3600.0)] = 120.0
+    """Polling mode: seconds without a successful getUpdates before polling is restarted on a new connection."""
 
 
 class DiscordConfig(Section):
@@ -206,6 +217,8 @@ class DiscordConfig(Section):
     """In servers, answer only when mentioned or replied to."""
     message_content_intent: bool = False
     """Request the privileged Message Content intent (must also be enabled in the portal)."""
+    allow_bots: bool = False
+    """Accept messages from other bots (the bot's own messages are always ignored)."""
 
 
 class SlackConfig(Section):

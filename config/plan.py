@@ -85,7 +85,13 @@ def _telegram(loaded: LoadedConfig) -> PlatformPlan:
         detail = "long polling"
     if cfg.api_base_url:
         detail += f" via {cfg.api_base_url}"
-    return _credential_plan(loaded, "telegram", cfg.enabled, required, detail)
+    plan = _credential_plan(loaded, "telegram", cfg.enabled, required, detail)
+    if plan.enabled and cfg.mode == "polling" and cfg.stall_timeout <= cfg.poll_timeout:
+        # A healthy long poll answers only every poll_timeout seconds; a shorter stall limit restarts it forever.
+        blocker = (f"telegram: platforms.telegram.stall_timeout ({cfg.stall_timeout:g} s) must be longer than "
+                   f"poll_timeout ({cfg.poll_timeout} s); raise stall_timeout or lower poll_timeout")  # fmt: skip
+        return PlatformPlan("telegram", False, "polling timeouts do not fit", blocker=blocker)
+    return plan
 
 
 def _discord(loaded: LoadedConfig) -> PlatformPlan:

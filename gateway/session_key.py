@@ -11,7 +11,7 @@ Telegram DM                    ``telegram:dm:<chat>``
 Telegram group, per user       ``telegram:group:<chat>:user:<user>``
 Telegram forum topic           ``telegram:group:<chat>:thread:<topic>``
 Discord thread                 ``discord:group:<channel>:thread:<thread>``
-Slack thread                   ``slack:channel:<channel>:thread:<ts>``
+Slack thread                   ``slack:group:<channel>:thread:<ts>``
 =============================  ==========================================
 
 Threads and topics are shared by everyone in them (a thread is one

@@ -1,0 +1,193 @@
+"""The Discord adapter: DMs and server messages in, Discord Markdown out, on discord.py 2.
+
+States shown on /health:
+
+* STARTING until the first READY; RUNNING while connected;
+* DEGRADED while discord.py resumes or the supervisor rebuilds the client;
+* FAILED for good when Discord refuses the token (401 / close 4004) or a
+  privileged intent (close 4014); the detail says what to change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import Protocol
+
+import discord
+import structlog
+
+from adapters.base import Adapter, AdapterError, AdapterState, Capabilities, Intake
+from adapters.discord import endpoints, preflight
+from adapters.discord.client import GatewayClient
+from adapters.discord.convert import to_inbound
+from adapters.discord.sending import MAX_LIBRARY_WAIT, Sender
+from adapters.discord.supervisor import Backoff, Supervisor
+from gateway.events import InboundMessage, Markup, OutboundMessage
+
+log = structlog.get_logger(__name__)
+
+START_WAIT = 15.0
+"""How long start() waits for the first READY before returning with the adapter DEGRADED (still connecting)."""
+
+
+class DiscordSection(Protocol):
+    """The fields of ``platforms.discord`` the adapter reads (config.models.DiscordConfig)."""
+
+    token: str | None
+    api_base_url: str | None
+    gateway_url: str | None
+    message_content_intent: bool
+    allow_bots: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DiscordSettings:
+    token: str
+    api_base_url: str | None = None
+    gateway_url: str | None = None
+    message_content_intent: bool = False
+    allow_bots: bool = False
+
+
+class DiscordAdapter(Adapter):
+    platform = "discord"
+    capabilities = Capabilities(max_message_length=2000, length_unit="chars", can_edit=True,
+                                markup=Markup.DISCORD_MARKDOWN)  # fmt: skip
+
+    def __init__(
+        self, settings: DiscordSettings, *, backoff: Backoff = Backoff(), start_wait: float = START_WAIT
+    ) -> None:
+        super().__init__()
+        self._settings = settings
+        self._intents = preflight.intents_for(settings.message_content_intent)
+        self._start_wait = start_wait
+        self._intake: Intake | None = None
+        self._inbox: asyncio.Queue[InboundMessage] = asyncio.Queue()
+        self._worker: asyncio.Task[None] | None = None
+        self._closing = False
+        self._supervisor = Supervisor(
+            token=settings.token, build_client=self._build_client, on_trouble=self._trouble, on_fatal=self._fatal,
+            backoff=backoff,
+        )  # fmt: skip
+        self._sender = Sender(lambda: self._supervisor.client, lambda: self._supervisor.fatal)
+
+    @classmethod
+    def from_config(cls, section: DiscordSection) -> DiscordAdapter:
+        if not section.token:
+            raise AdapterError("no Discord bot token: set DISCORD_BOT_TOKEN or platforms.discord.token")
+        return cls(
+            DiscordSettings(
+                token=section.token, api_base_url=section.api_base_url, gateway_url=section.gateway_url,
+                message_content_intent=section.message_content_intent, allow_bots=section.allow_bots,
+            )
+        )  # fmt: skip
+
+    @property
+    def bot_username(self) -> str | None:
+        client = self._supervisor.client
+        return client.user.name if client is not None and client.user is not None else None
+
+    @property
+    def restarts(self) -> int:
+        """How many times the supervisor rebuilt the client (for tests and diagnostics)."""
+        return self._supervisor.restarts
+
+    # --- lifecycle -------------------------------------------------------------------------
+    async def start(self, intake: Intake) -> None:
+        endpoints.point_at(self._settings.api_base_url, self._settings.gateway_url)
+        log.info("discord.intents", **preflight.describe(self._intents))
+        self._intake = intake
+        self._set_state(AdapterState.STARTING, "connecting to the Discord gateway")
+        self._worker = asyncio.create_task(self._hand_over(), name="discord.intake")
+        await self._supervisor.start(self._start_wait)
+        if self._supervisor.fatal is not None:
+            await self._stop_worker()
+            raise AdapterError(self._supervisor.fatal)
+        if self._state is AdapterState.STARTING:
+            self._set_state(AdapterState.DEGRADED, "still connecting to the Discord gateway")
+
+    async def stop_intake(self) -> None:
+        self._intake = None
+        if self._state not in (AdapterState.FAILED, AdapterState.STOPPED):
+            self._set_state(AdapterState.STOPPING, "intake stopped; sending still works")
+
+    async def close(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        self._intake = None
+        await self._supervisor.stop()
+        await self._stop_worker()
+        if self._state is not AdapterState.FAILED:
+            self._set_state(AdapterState.STOPPED)
+        log.info("discord.closed", restarts=self._supervisor.restarts)
+
+    # --- outbound --------------------------------------------------------------------------
+    async def send(self, message: OutboundMessage) -> str:
+        return await self._sender.send(message)
+
+    async def edit(self, chat_id: str, message_id: str, text: str, *, markup: Markup = Markup.PLAIN) -> None:
+        await self._sender.edit(chat_id, message_id, text, markup)
+
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
+        await self._sender.typing(chat_id, thread_id)
+
+    # --- client events ---------------------------------------------------------------------
+    def connected(self, client: discord.Client, *, resumed: bool) -> None:
+        if client is not self._supervisor.client or self._closing:
+            return
+        self._supervisor.connected()
+        user = client.user
+        who = f"{user.name} ({user.id})" if user is not None else "unknown"
+        how = "resumed the session" if resumed else "connected"
+        self._set_state(AdapterState.RUNNING, f"{how} as {who}")
+        log.info("discord.resumed" if resumed else "discord.connected", bot=who, guilds=len(client.guilds))
+
+    def disconnected(self, client: discord.Client) -> None:
+        if client is not self._supervisor.client or self._closing or self._supervisor.fatal is not None:
+            return
+        if self._state in (AdapterState.RUNNING, AdapterState.STARTING):
+            self._set_state(AdapterState.DEGRADED, "gateway connection lost; discord.py is reconnecting")
+            log.warning("discord.disconnected", hint="discord.py resumes the session by itself")
+
+    def message(self, client: discord.Client, message: discord.Message) -> None:
+        if client.user is None or self._intake is None:
+            return
+        inbound = to_inbound(message, client.user, allow_bots=self._settings.allow_bots)
+        if inbound is not None:
+            self._note_inbound()
+            self._inbox.put_nowait(inbound)
+
+    # --- internals -------------------------------------------------------------------------
+    def _build_client(self) -> discord.Client:
+        return GatewayClient(self, intents=self._intents, max_ratelimit_timeout=MAX_LIBRARY_WAIT)
+
+    def _trouble(self, detail: str) -> None:
+        if not self._closing:
+            self._set_state(AdapterState.DEGRADED, detail)
+
+    def _fatal(self, detail: str) -> None:
+        self._set_state(AdapterState.FAILED, detail)
+
+    async def _hand_over(self) -> None:
+        """Give messages to the gateway one at a time, so a chat's messages are stored in the order they came."""
+        while True:
+            inbound = await self._inbox.get()
+            intake = self._intake
+            if intake is None:
+                log.info("discord.dropped_after_stop", event_id=inbound.event_id, chat=inbound.chat_id)
+                continue
+            try:
+                await intake(inbound)
+            except Exception as error:  # noqa: BLE001 - one message the gateway could not take must not stop the rest
+                log.error("discord.intake_failed", event_id=inbound.event_id, chat=inbound.chat_id, error=str(error),
+                          hint="the message was not stored; the user has to send it again")  # fmt: skip
+
+    async def _stop_worker(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+            self._worker = None

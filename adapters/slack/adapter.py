@@ -1,0 +1,184 @@
+"""SlackAdapter: one Slack app (bot user) in one workspace, in Socket Mode or HTTP mode.
+
+Inbound: see :mod:`adapters.slack.convert` for which events become messages
+and :mod:`adapters.slack.app` for when Slack gets its ack. Outbound:
+chat.postMessage in mrkdwn, in the thread the message came from; chat.update
+for edits. Slack has no typing indicator for bots, so :meth:`typing` does
+nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final, Literal
+
+import aiohttp
+import structlog
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.base import Adapter, AdapterError, AdapterState, AdapterStatus, Capabilities, Intake
+from adapters.slack import sending
+from adapters.slack.app import EventSink, build_app
+from adapters.slack.convert import PLATFORM
+from adapters.slack.http_mode import HttpReceiver
+from adapters.slack.identity import BotIdentity
+from adapters.slack.socket_mode import SocketReceiver
+from gateway.events import Markup, OutboundMessage
+
+log = structlog.get_logger(__name__)
+
+MAX_MESSAGE_CHARS: Final = 3900
+"""Slack accepts 40,000 characters, but clients cut or fold text past about 4,000; stay under that."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlackSettings:
+    """What the adapter needs from ``platforms.slack`` (see ``config.models.SlackConfig``)."""
+
+    bot_token: str
+    mode: Literal["socket", "http"] = "socket"
+    app_token: str | None = None
+    signing_secret: str | None = None
+    api_base_url: str | None = None
+    listen_host: str = "127.0.0.1"
+    listen_port: int = 3000
+    listen_path: str = "/slack/events"
+
+
+class SlackAdapter(Adapter):
+    platform: ClassVar[str] = PLATFORM
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        max_message_length=MAX_MESSAGE_CHARS, length_unit="chars", can_edit=True, markup=Markup.SLACK_MRKDWN
+    )
+
+    def __init__(self, settings: SlackSettings) -> None:
+        super().__init__()
+        _check(settings)
+        self._settings = settings
+        self._client: AsyncWebClient = sending.build_client(settings.bot_token, settings.api_base_url)
+        self._session: aiohttp.ClientSession | None = None
+        self._sink: EventSink | None = None
+        self._socket: SocketReceiver | None = None
+        self._http: HttpReceiver | None = None
+        self.bot: BotIdentity | None = None
+
+    @classmethod
+    def from_config(cls, section: Any) -> SlackAdapter:
+        listen = section.http_listen
+        return cls(
+            SlackSettings(
+                bot_token=section.bot_token or "", mode=section.mode, app_token=section.app_token,
+                signing_secret=section.signing_secret, api_base_url=section.api_base_url,
+                listen_host=listen.host, listen_port=listen.port, listen_path=listen.path,
+            )  # fmt: skip
+        )
+
+    @property
+    def bot_username(self) -> str | None:
+        return self.bot.name if self.bot else None
+
+    @property
+    def http_url(self) -> str | None:
+        """The events endpoint's address once listening (HTTP mode), with the real port."""
+        return self._http.url if self._http else None
+
+    # --- lifecycle -------------------------------------------------------------------------
+    async def start(self, intake: Intake) -> None:
+        if self._state not in (AdapterState.NEW, AdapterState.FAILED):
+            raise AdapterError(f"cannot start SlackAdapter: it is {self._state.value}")
+        self._set_state(AdapterState.STARTING)
+        try:
+            await self._start(intake)
+        except BaseException as error:
+            self._set_state(AdapterState.FAILED, str(error))
+            await self._release()
+            raise
+
+    async def _start(self, intake: Intake) -> None:
+        settings = self._settings
+        self._session = aiohttp.ClientSession()
+        self._client.session = self._session
+        try:
+            identity = await self._client.auth_test()
+        except Exception as error:  # noqa: BLE001 - translated into an error that names the setting
+            raise sending.startup_error("auth.test", "platforms.slack.bot_token (xoxb-…)", error) from error
+        self.bot = BotIdentity.from_auth_test(identity.data)  # type: ignore[arg-type]
+        self._sink = EventSink(self.bot, self._note_inbound)
+        self._sink.open(intake)
+        app = build_app(self._client, settings.signing_secret or "", self.bot, self._sink)
+        if settings.mode == "http":
+            self._http = HttpReceiver(app, host=settings.listen_host, port=settings.listen_port,
+                                      path=settings.listen_path)  # fmt: skip
+            await self._http.start()
+            self._set_state(AdapterState.RUNNING, f"HTTP events on {self._http.url} as @{self.bot.name}")
+            return
+        self._socket = SocketReceiver(app, self._client, settings.app_token or "")
+        if await self._socket.start():
+            self._set_state(AdapterState.RUNNING, f"Socket Mode as @{self.bot.name}")
+        else:
+            self._set_state(AdapterState.DEGRADED, "Socket Mode still connecting")
+            log.warning("slack.socket.slow_connect", hint="the client keeps trying; see slack_sdk log lines")
+
+    async def stop_intake(self) -> None:
+        if self._sink is not None:
+            self._sink.close()
+        await self._stop_receivers()
+        if self._state in (AdapterState.RUNNING, AdapterState.DEGRADED):
+            self._set_state(AdapterState.STOPPING, "intake stopped")
+
+    async def close(self) -> None:
+        if self._sink is not None:
+            self._sink.close()
+        await self._release()
+        self._set_state(AdapterState.STOPPED)
+
+    async def _stop_receivers(self) -> None:
+        socket, self._socket = self._socket, None
+        http, self._http = self._http, None
+        if socket is not None:
+            await socket.stop()
+        if http is not None:
+            await http.stop()
+        if self._sink is not None:
+            await self._sink.drain()
+
+    async def _release(self) -> None:
+        await self._stop_receivers()
+        session, self._session = self._session, None
+        self._client.session = None
+        if session is not None:
+            await session.close()
+
+    def status(self) -> AdapterStatus:
+        if self._state is AdapterState.RUNNING and self._socket is not None and not self._socket.looks_connected():
+            return AdapterStatus(AdapterState.DEGRADED, "Socket Mode reconnecting", self._last_inbound_at)
+        if self._state is AdapterState.DEGRADED and self._socket is not None and self._socket.looks_connected():
+            self._set_state(AdapterState.RUNNING, f"Socket Mode as @{self.bot_username}")
+        return super().status()
+
+    # --- outbound --------------------------------------------------------------------------
+    async def send(self, message: OutboundMessage) -> str:
+        # Slack takes no idempotency key for chat.postMessage, so ``message.nonce`` is not sent.
+        return await sending.post(self._client, message)
+
+    async def edit(self, chat_id: str, message_id: str, text: str, *, markup: Markup = Markup.PLAIN) -> None:
+        await sending.update(self._client, chat_id, message_id, text, markup)
+
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
+        """Slack offers bots no typing indicator in channels; nothing to do."""
+
+
+def _check(settings: SlackSettings) -> None:
+    if not settings.bot_token:
+        raise AdapterError("Slack needs a bot token: set SLACK_BOT_TOKEN or platforms.slack.bot_token (xoxb-…)")
+    if settings.mode == "socket" and not settings.app_token:
+        raise AdapterError(
+            "Slack Socket Mode needs an app-level token: set SLACK_APP_TOKEN or platforms.slack.app_token (xapp-…), "
+            "or use mode: http"
+        )
+    if settings.mode == "http" and not settings.signing_secret:
+        raise AdapterError(
+            "Slack HTTP mode needs the signing secret: set SLACK_SIGNING_SECRET or platforms.slack.signing_secret"
+        )
+    if not settings.listen_path.startswith("/"):
+        raise AdapterError(f"platforms.slack.http_listen.path must start with '/', not {settings.listen_path!r}")

@@ -1,0 +1,1 @@
+"""Platform adapters driven through the real platform libraries against local emulators."""

@@ -1,0 +1,102 @@
+"""What the adapter hands the gateway for each kind of Discord message (real discord.py parsing emulator events)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest_asyncio
+
+from adapters.discord import DiscordAdapter
+from adapters.discord.adapter import DiscordSettings
+from gateway.events import Attachment, ChatType, OutboundMessage
+from tests.adapters.discord.conftest import ALICE, BOB, Collected
+from tests.fakes.discord_api import DiscordEmulator, payloads
+
+OTHER_BOT = "400000000000000001"
+
+
+async def started(emulator: DiscordEmulator, *, allow_bots: bool = False) -> tuple[DiscordAdapter, Collected]:
+    settings = DiscordSettings(token=emulator.token, api_base_url=emulator.api_base_url,
+                               gateway_url=emulator.gateway_url, allow_bots=allow_bots)  # fmt: skip
+    adapter, intake = DiscordAdapter(settings), Collected()
+    await adapter.start(intake)
+    return adapter, intake
+
+
+@pytest_asyncio.fixture
+async def adapter(emulator: DiscordEmulator) -> AsyncIterator[tuple[DiscordAdapter, Collected]]:
+    running = await started(emulator)
+    try:
+        yield running
+    finally:
+        await running[0].close()
+
+
+async def test_a_dm(emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Collected]) -> None:
+    data = await emulator.dm(ALICE, "hi")
+    (message,) = await adapter[1].wait(1)
+    assert (message.platform, message.event_id, message.message_id) == ("discord", data["id"], data["id"])
+    assert message.chat_type is ChatType.DM and message.chat_id == data["channel_id"]
+    assert message.server_id is None and message.thread_id is None
+    assert message.user_id == ALICE and message.text == "hi" and not message.from_bot
+
+
+async def test_server_channel_thread_and_mentions(
+    emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Collected]
+) -> None:
+    world = emulator.world
+    await emulator.server_message(ALICE, "plain")
+    await emulator.server_message(ALICE, "hey  there", mention=True)
+    await emulator.server_message(BOB, "in a thread", mention=True, in_thread=True)
+    plain, mentioned, threaded = await adapter[1].wait(3)
+    assert plain.chat_type is ChatType.GROUP and plain.server_id == world.guild_id
+    assert plain.chat_id == world.channel_id and plain.thread_id is None and not plain.mentioned
+    assert mentioned.mentioned and mentioned.text == "hey there"
+    assert threaded.chat_id == world.channel_id and threaded.thread_id == world.thread_id
+    assert threaded.mentioned and threaded.user_id == BOB and threaded.server_id == world.guild_id
+
+
+async def test_a_reply_to_the_bot_counts_as_a_mention_a_reply_to_someone_else_does_not(
+    emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Collected]
+) -> None:
+    bot_message_id = await adapter[0].send(OutboundMessage(chat_id=emulator.world.channel_id, text="I am the bot"))
+    someone = await emulator.server_message(BOB, "I am Bob")
+    await emulator.server_message(ALICE, "to the bot", reply_to=bot_message_id)
+    await emulator.server_message(ALICE, "to Bob", reply_to=someone["id"])
+    _, to_bot, to_bob = await adapter[1].wait(3)
+    assert to_bot.mentioned and not to_bob.mentioned
+
+
+async def test_own_messages_are_dropped_and_other_bots_are_marked(
+    emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Collected]
+) -> None:
+    await emulator.server_message(emulator.world.bot["id"], "my own words", mention=True)
+    await emulator.server_message(OTHER_BOT, "beep", mention=True, bot_author=True)
+    (message,) = await adapter[1].wait(1)
+    assert message.user_id == OTHER_BOT and message.from_bot and message.mentioned
+    await emulator.dm(ALICE, "after")
+    assert [m.text for m in await adapter[1].wait(2)] == ["beep", "after"]
+
+
+async def test_allow_bots_lets_other_bots_through(emulator: DiscordEmulator) -> None:
+    adapter, intake = await started(emulator, allow_bots=True)
+    try:
+        await emulator.server_message(emulator.world.bot["id"], "my own words", mention=True)
+        await emulator.server_message(OTHER_BOT, "beep", mention=True, bot_author=True)
+        (message,) = await intake.wait(1)
+        assert message.user_id == OTHER_BOT and not message.from_bot
+    finally:
+        await adapter.close()
+
+
+async def test_attachments_are_described_as_metadata(
+    emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Collected]
+) -> None:
+    photo = payloads.attachment("cat.png", size=2048, content_type="image/png")
+    document = payloads.attachment("notes.pdf", size=4096, content_type="application/pdf")
+    await emulator.dm(ALICE, "look", attachments=[photo, document])
+    (message,) = await adapter[1].wait(1)
+    assert message.attachments == (
+        Attachment(kind="photo", name="cat.png", mime_type="image/png", size=2048, ref=photo["url"]),
+        Attachment(kind="document", name="notes.pdf", mime_type="application/pdf", size=4096, ref=document["url"]),
+    )

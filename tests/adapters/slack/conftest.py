@@ -1,0 +1,117 @@
+"""The real gateway with the real SlackAdapter (slack-bolt) against the in-repo fake Slack.
+
+``platforms.slack`` is written into config.yaml, so the config loader, the
+run plan, ``SlackAdapter.from_config`` and the gateway's access policy all run
+as they do in production.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from config import load_config
+from config.plan import build_plan
+from gateway.adapter_loader import load_adapters
+from gateway.agent_factory import build_agent
+from gateway.app import Gateway
+from gateway.runner import search_function
+from storage import Store
+from tests.fakes.model_server import ModelServer
+from tests.fakes.slack_api import APP_TOKEN, BOT_TOKEN, FakeSlack
+from tests.gateway.conftest import write_config
+
+SIGNING_SECRET = "test-signing-secret"
+ALICE = "U0ALICE"
+BOB = "U0BOB"
+STRANGER = "U0STRANGER"
+CHANNEL = "C0GENERAL"
+DM = "D0ALICE"
+
+
+@dataclass
+class RunningSlack:
+    gateway: Gateway
+    adapter: Any
+    store: Store
+    api: FakeSlack
+
+    @property
+    def url(self) -> str:
+        url = self.adapter.http_url
+        assert url, "the adapter is not in HTTP mode or not listening"
+        return url
+
+
+SlackFactory = Callable[..., Awaitable[RunningSlack]]
+
+
+def counter(slack: RunningSlack, name: str, **labels: str) -> float:
+    """A gateway metric's current value (0 when never incremented)."""
+    return slack.gateway.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+def slack_section(api: FakeSlack, mode: str, **overrides: Any) -> dict[str, Any]:
+    section: dict[str, Any] = {
+        "enabled": True,
+        "bot_token": BOT_TOKEN,
+        "app_token": APP_TOKEN,
+        "signing_secret": SIGNING_SECRET,
+        "mode": mode,
+        "api_base_url": api.api_url,
+        "http_listen": {"host": "127.0.0.1", "port": 0, "path": "/slack/events"},
+        "allowed_users": [ALICE, BOB],
+    }
+    section.update(overrides)
+    return section
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def fake_slack_session() -> AsyncIterator[FakeSlack]:
+    api = FakeSlack()
+    await api.start()
+    try:
+        yield api
+    finally:
+        await api.stop()
+
+
+@pytest_asyncio.fixture
+async def fake_slack(fake_slack_session: FakeSlack) -> AsyncIterator[FakeSlack]:
+    await fake_slack_session.close_sockets()
+    fake_slack_session.reset()
+    yield fake_slack_session
+    await fake_slack_session.close_sockets()
+
+
+@pytest.fixture
+def slack_home(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "home"
+
+
+@pytest_asyncio.fixture
+async def start_slack(model_server: ModelServer, fake_slack: FakeSlack, slack_home: Path) -> AsyncIterator[SlackFactory]:
+    """Start a gateway whose only platform is Slack; every one started is shut down at the end."""
+    started: list[RunningSlack] = []
+
+    async def start(mode: str = "http", **section: Any) -> RunningSlack:
+        path = write_config(slack_home, model_server, {"platforms": {"slack": slack_section(fake_slack, mode, **section)}})
+        loaded = load_config(path, {"SWITCHBOARD_HOME": str(slack_home)}, create_home=True)
+        plan = build_plan(loaded)
+        assert plan.ready, plan.blockers
+        adapters = load_adapters(plan.enabled, loaded)
+        store = await Store.open(loaded.db_path)
+        gateway = Gateway(loaded, store, adapters, build_agent(loaded, search=search_function(store)))
+        running = RunningSlack(gateway, adapters[0], store, fake_slack)
+        started.append(running)
+        assert await gateway.start() == 1, adapters[0].status()
+        return running
+
+    yield start
+    for running in started:
+        await running.gateway.shutdown()

@@ -1,0 +1,59 @@
+"""Event payloads -> InboundMessage: the cases the end-to-end tests do not reach."""
+
+from __future__ import annotations
+
+from adapters.slack.convert import Skip, to_inbound
+from adapters.slack.identity import BotIdentity
+from gateway.events import ChatType, InboundMessage
+from tests.fakes.slack_api import BOT_ID, BOT_USER_ID, TEAM_ID, mention, message
+
+BOT = BotIdentity(user_id=BOT_USER_ID, bot_id=BOT_ID, name="switchbot", team_id=TEAM_ID)
+
+
+def convert(payload: dict) -> InboundMessage:
+    result = to_inbound(payload, BOT)
+    assert isinstance(result, InboundMessage), result
+    return result
+
+
+def test_mention_with_a_display_name_is_stripped_and_escapes_undone() -> None:
+    inbound = convert(mention("C1", "U1", f"hey <@{BOT_USER_ID}|switchbot>, is 1 &lt; 2 &amp;&amp; 3 &gt; 2?"))
+    assert inbound.text == "hey , is 1 < 2 && 3 > 2?"
+    assert (inbound.mentioned, inbound.chat_type, inbound.server_id) == (True, ChatType.GROUP, TEAM_ID)
+
+
+def test_other_users_mentions_stay() -> None:
+    assert convert(mention("C1", "U1", f"<@{BOT_USER_ID}> ask <@U0BOB>")).text == "ask <@U0BOB>"
+
+
+def test_mention_inside_a_thread_keeps_the_thread() -> None:
+    inbound = convert(mention("C1", "U1", "x", ts="1700000002.000200", thread_ts="1700000001.000100"))
+    assert (inbound.thread_id, inbound.message_id) == ("1700000001.000100", "1700000002.000200")
+
+
+def test_direct_message_thread_is_its_own_thread_and_top_level_has_none() -> None:
+    assert convert(message("D1", "U1", "top")).thread_id is None
+    assert convert(message("D1", "U1", "reply", thread_ts="1700000001.000100")).thread_id == "1700000001.000100"
+
+
+def test_mention_event_in_a_dm_is_skipped_because_the_message_event_carries_it() -> None:
+    assert isinstance(to_inbound(mention("D1", "U1", f"<@{BOT_USER_ID}> hi"), BOT), Skip)
+    assert convert(message("D1", "U1", f"<@{BOT_USER_ID}> hi")).mentioned
+
+
+def test_another_bot_is_passed_on_as_from_bot_and_our_own_is_skipped() -> None:
+    other = convert(message("D1", None, "beep", subtype="bot_message", bot_id="B0OTHER"))
+    assert (other.from_bot, other.user_id) == (True, "B0OTHER")
+    assert isinstance(to_inbound(message("D1", None, "echo", subtype="bot_message", bot_id=BOT_ID), BOT), Skip)
+
+
+def test_files_become_attachment_metadata() -> None:
+    files = [
+        {"id": "F1", "name": "notes.pdf", "mimetype": "application/pdf", "size": 10},
+        {"id": "F2", "name": "memo.m4a", "mimetype": "audio/mp4", "size": 20},
+    ]
+    inbound = convert(message("D1", "U1", "", subtype="file_share", files=files))
+    assert [(a.kind, a.name, a.ref, a.size) for a in inbound.attachments] == [
+        ("document", "notes.pdf", "F1", 10), ("audio", "memo.m4a", "F2", 20)
+    ]  # fmt: skip
+

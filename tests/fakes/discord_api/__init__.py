@@ -1,0 +1,138 @@
+"""A local Discord for tests: REST and the gateway WebSocket on one 127.0.0.1 port.
+
+Point the real discord.py at it (``platforms.discord.api_base_url`` =
+:attr:`DiscordEmulator.api_base_url`, ``gateway_url`` = :attr:`DiscordEmulator.gateway_url`),
+inject users' messages with :meth:`DiscordEmulator.dm` and
+:meth:`DiscordEmulator.server_message`, and read what the bot did from
+``emulator.world`` (``sent``, ``repeats``, ``edits``, ``typing``, ``rest_calls``)
+and ``emulator.gateway`` (``identifies``, ``resumes``, ``closes``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.discord_api import payloads
+from tests.fakes.discord_api.gateway import MESSAGE_CONTENT_INTENT, GatewayServer
+from tests.fakes.discord_api.rest import RestApi
+from tests.fakes.discord_api.world import Edit, Failure, SentMessage, World
+
+__all__ = ("MESSAGE_CONTENT_INTENT", "DiscordEmulator", "Edit", "Failure", "SentMessage", "World")
+
+TOKEN = "emulator-bot-token"
+
+
+class DiscordEmulator:
+    def __init__(self, token: str = TOKEN) -> None:
+        self.world = World(token)
+        self.port = 0
+        self.gateway: GatewayServer | None = None
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def token(self) -> str:
+        return self.world.token
+
+    @property
+    def api_base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/v10"
+
+    @property
+    def gateway_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/gateway"
+
+    async def start(self) -> None:
+        app = web.Application()
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        # The port is known only after binding, and READY / GET /gateway must name it: bind first, route after.
+        rest = RestApi(self.world, "")
+        gateway = GatewayServer(self.world, "")
+        rest.add_routes(app)
+        gateway.add_routes(app)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.port = int(self._runner.addresses[0][1])
+        rest.gateway_url = gateway.url = self.gateway_url
+        self.gateway = gateway
+
+    async def stop(self) -> None:
+        if self.gateway is not None:
+            await self.gateway.close_all()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # --- users writing to the bot ---------------------------------------------------------
+    async def dm(self, user_id: str, text: str, **fields: Any) -> dict[str, Any]:
+        """The user sends the bot a direct message; returns the MESSAGE_CREATE data."""
+        channel_id = self.world.dm_channel_for(user_id)
+        return await self._post(channel_id, None, user_id, text, **fields)
+
+    async def server_message(
+        self,
+        user_id: str,
+        text: str,
+        *,
+        mention: bool = False,
+        in_thread: bool = False,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """A message in the server's channel (or its thread); ``mention`` @mentions the bot first."""
+        if mention:
+            text = f"<@{self.world.bot['id']}> {text}"
+            fields["mentions"] = [*fields.get("mentions", []), self.world.bot]
+        channel_id = self.world.thread_id if in_thread else self.world.channel_id
+        return await self._post(channel_id, self.world.guild_id, user_id, text, **fields)
+
+    async def _post(
+        self,
+        channel_id: str,
+        guild_id: str | None,
+        user_id: str,
+        text: str,
+        *,
+        bot_author: bool = False,
+        reply_to: str | None = None,
+        mentions: list[dict[str, Any]] | None = None,
+        attachments: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        if self.gateway is None:
+            raise RuntimeError("the emulator is not started")
+        author = self.world.user(user_id, bot=bot_author)
+        referenced = self.world.messages[reply_to] if reply_to else None
+        data = payloads.message(
+            message_id=payloads.snowflake(), channel_id=channel_id, author=author, content=text, guild_id=guild_id,
+            mentions=mentions, attachments=attachments, referenced=referenced,
+        )  # fmt: skip
+        self.world.messages[data["id"]] = data
+        await self.gateway.dispatch("MESSAGE_CREATE", data)
+        return data
+
+    # --- scripted trouble -----------------------------------------------------------------
+    def rate_limit_next(self, retry_after: float, *, times: int = 1) -> None:
+        """The next create-message calls get 429 with Discord's body and headers."""
+        headers = {
+            "Via": "1.1 google", "Retry-After": str(max(1, round(retry_after))), "X-RateLimit-Limit": "5",
+            "X-RateLimit-Remaining": "0", "X-RateLimit-Reset-After": f"{retry_after:.3f}",
+            "X-RateLimit-Bucket": "emulator-create-message", "X-RateLimit-Scope": "user",
+        }  # fmt: skip
+        body = {"message": "You are being rate limited.", "retry_after": retry_after, "global": False}
+        self.world.failures += [Failure(429, body, headers)] * times
+
+    def fail_next(self, status: int, message: str, *, code: int = 0, times: int = 1) -> None:
+        self.world.failures += [Failure(status, {"message": message, "code": code})] * times
+
+    # --- waiting --------------------------------------------------------------------------
+    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 30.0) -> None:
+        """Wait until ``predicate()`` holds after a change the bot made (the timeout only stops a hang)."""
+        async with asyncio.timeout(timeout):
+            async with self.world.changed:
+                await self.world.changed.wait_for(predicate)
+
+    async def wait_sent(self, count: int, *, timeout: float = 30.0) -> list[SentMessage]:
+        await self.wait_for(lambda: len(self.world.sent) >= count, timeout=timeout)
+        return list(self.world.sent)

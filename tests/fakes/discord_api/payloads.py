@@ -1,0 +1,121 @@
+"""JSON shapes the emulator sends: users, channels, guilds, messages, as Discord's API v10 spells them.
+
+Only the fields discord.py reads without a default are filled in, plus the
+ones a test sets. Snowflakes are strings on the wire, as on Discord.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime
+from typing import Any
+
+CHANNEL_TEXT = 0
+CHANNEL_DM = 1
+CHANNEL_PUBLIC_THREAD = 11
+MESSAGE_DEFAULT = 0
+MESSAGE_REPLY = 19
+
+_ids = itertools.count(900_000_000_000_000_000)
+
+
+def snowflake() -> str:
+    """A fresh id, increasing within one test session."""
+    return str(next(_ids))
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def user(user_id: str, name: str, *, bot: bool = False) -> dict[str, Any]:
+    return {
+        "id": user_id, "username": name, "global_name": name, "discriminator": "0", "avatar": None,
+        "bot": bot, "system": False, "public_flags": 0, "flags": 0,
+    }  # fmt: skip
+
+
+def application(app_id: str, owner: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": app_id, "name": owner["username"], "description": "", "icon": None, "bot_public": False,
+        "bot_require_code_grant": False, "owner": owner, "verify_key": "0" * 64, "flags": 0, "team": None,
+        "rpc_origins": [], "tags": [],
+    }  # fmt: skip
+
+
+def text_channel(channel_id: str, guild_id: str, name: str, position: int = 0) -> dict[str, Any]:
+    return {
+        "id": channel_id, "type": CHANNEL_TEXT, "guild_id": guild_id, "name": name, "position": position,
+        "permission_overwrites": [], "nsfw": False, "parent_id": None, "topic": None, "last_message_id": None,
+        "rate_limit_per_user": 0, "flags": 0,
+    }  # fmt: skip
+
+
+def thread(thread_id: str, guild_id: str, parent_id: str, owner_id: str, name: str) -> dict[str, Any]:
+    return {
+        "id": thread_id, "type": CHANNEL_PUBLIC_THREAD, "guild_id": guild_id, "parent_id": parent_id,
+        "owner_id": owner_id, "name": name, "last_message_id": None, "rate_limit_per_user": 0,
+        "message_count": 0, "member_count": 1, "flags": 0,
+        "thread_metadata": {"archived": False, "auto_archive_duration": 1440, "archive_timestamp": now_iso(),
+                            "locked": False},
+    }  # fmt: skip
+
+
+def dm_channel(channel_id: str, recipient: dict[str, Any]) -> dict[str, Any]:
+    return {"id": channel_id, "type": CHANNEL_DM, "last_message_id": None, "recipients": [recipient], "flags": 0}
+
+
+def guild(guild_id: str, name: str, owner_id: str, channels: list[dict[str, Any]],
+          threads: list[dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    everyone = {
+        "id": guild_id, "name": "@everyone", "permissions": "1071698660929", "position": 0, "color": 0,
+        "hoist": False, "managed": False, "mentionable": False, "flags": 0,
+    }  # fmt: skip
+    return {
+        "id": guild_id, "name": name, "icon": None, "owner_id": owner_id, "roles": [everyone], "emojis": [],
+        "stickers": [], "features": [], "channels": channels, "threads": threads, "members": [],
+        "member_count": 2, "unavailable": False, "large": False, "joined_at": now_iso(), "voice_states": [],
+        "presences": [], "stage_instances": [], "guild_scheduled_events": [], "soundboard_sounds": [],
+        "verification_level": 0, "default_message_notifications": 0, "explicit_content_filter": 0,
+        "mfa_level": 0, "premium_tier": 0, "preferred_locale": "en-US", "nsfw_level": 0,
+        "system_channel_flags": 0,
+    }  # fmt: skip
+
+
+def attachment(name: str, *, size: int = 1024, content_type: str | None = None) -> dict[str, Any]:
+    attachment_id = snowflake()
+    url = f"https://cdn.example.invalid/attachments/{attachment_id}/{name}"
+    item: dict[str, Any] = {"id": attachment_id, "filename": name, "size": size, "url": url, "proxy_url": url}
+    if content_type:
+        item["content_type"] = content_type
+    return item
+
+
+def message(
+    *,
+    message_id: str,
+    channel_id: str,
+    author: dict[str, Any],
+    content: str,
+    guild_id: str | None = None,
+    mentions: list[dict[str, Any]] | None = None,
+    attachments: list[dict[str, Any]] | None = None,
+    referenced: dict[str, Any] | None = None,
+    nonce: str | None = None,
+) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": message_id, "channel_id": channel_id, "author": author, "content": content, "timestamp": now_iso(),
+        "edited_timestamp": None, "tts": False, "mention_everyone": False, "mentions": mentions or [],
+        "mention_roles": [], "attachments": attachments or [], "embeds": [], "pinned": False,
+        "type": MESSAGE_REPLY if referenced else MESSAGE_DEFAULT, "flags": 0, "components": [],
+    }  # fmt: skip
+    if guild_id is not None:
+        data["guild_id"] = guild_id
+    if referenced is not None:
+        data["referenced_message"] = referenced
+        data["message_reference"] = {"message_id": referenced["id"], "channel_id": referenced["channel_id"], "type": 0}
+        if guild_id is not None:
+            data["message_reference"]["guild_id"] = guild_id
+    if nonce is not None:
+        data["nonce"] = nonce
+    return data

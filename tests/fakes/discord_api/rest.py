@@ -1,0 +1,111 @@
+"""The REST half of the emulator: the endpoints discord.py calls to log in, send, edit and type.
+
+Every JSON answer carries ``Content-Type: application/json`` exactly: discord.py
+only parses a body as JSON when the header is exactly that (aiohttp's
+``json_response`` adds ``; charset=utf-8``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.discord_api import payloads
+from tests.fakes.discord_api.world import Edit, World
+
+API = "/api/v10"
+
+
+def reply(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    """A JSON response with the exact content type discord.py expects."""
+    response = web.Response(body=json.dumps(data).encode(), status=status, headers=headers or {})
+    response.headers["Content-Type"] = "application/json"
+    return response
+
+
+def error(status: int, message: str, code: int = 0) -> web.Response:
+    return reply({"message": message, "code": code}, status)
+
+
+class RestApi:
+    def __init__(self, world: World, gateway_url: str) -> None:
+        self.world = world
+        self.gateway_url = gateway_url
+
+    def add_routes(self, app: web.Application) -> None:
+        app.middlewares.append(self._record_and_authorize)
+        app.router.add_get(f"{API}/users/@me", self._me)
+        app.router.add_get(f"{API}/oauth2/applications/@me", self._application)
+        app.router.add_get(f"{API}/gateway", self._gateway)
+        app.router.add_get(f"{API}/gateway/bot", self._gateway_bot)
+        app.router.add_post(f"{API}/users/@me/channels", self._open_dm)
+        app.router.add_post(f"{API}/channels/{{channel}}/messages", self._create_message)
+        app.router.add_patch(f"{API}/channels/{{channel}}/messages/{{message}}", self._edit_message)
+        app.router.add_post(f"{API}/channels/{{channel}}/typing", self._typing)
+
+    @web.middleware
+    async def _record_and_authorize(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if not request.path.startswith(API):
+            return await handler(request)
+        self.world.rest_calls.append((request.method, request.path.removeprefix(API)))
+        if request.path != f"{API}/gateway" and request.headers.get("Authorization") != f"Bot {self.world.token}":
+            return error(401, "401: Unauthorized")
+        return await handler(request)
+
+    async def _me(self, _: web.Request) -> web.Response:
+        if self.world.login_failures > 0:
+            self.world.login_failures -= 1
+            return error(503, "upstream connect error")
+        return reply({**self.world.bot, "verified": True, "mfa_enabled": False, "locale": "en-US"})
+
+    async def _application(self, _: web.Request) -> web.Response:
+        return reply(payloads.application(self.world.app_id, self.world.bot))
+
+    async def _gateway(self, _: web.Request) -> web.Response:
+        return reply({"url": self.gateway_url})
+
+    async def _gateway_bot(self, _: web.Request) -> web.Response:
+        limit = {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1}
+        return reply({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+
+    async def _open_dm(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        recipient = str(body["recipient_id"])
+        channel_id = self.world.dm_channel_for(recipient)
+        return reply(payloads.dm_channel(channel_id, self.world.user(recipient)))
+
+    async def _create_message(self, request: web.Request) -> web.Response:
+        failure = self.world.take_failure()
+        if failure is not None:
+            return reply(failure.body, failure.status, failure.headers)
+        channel_id = request.match_info["channel"]
+        body = await request.json()
+        if not (body.get("content") or "").strip():
+            return error(400, "Cannot send an empty message", 50006)
+        if len(body["content"]) > 2000:
+            return reply({"message": "Invalid Form Body", "code": 50035,
+                          "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
+                                                              "message": "Must be 2000 or fewer in length."}]}}},
+                         400)  # fmt: skip
+        sent, _ = self.world.create(channel_id, body)
+        await self.world.notify(lambda: None)
+        return reply(self.world.messages[sent.id])
+
+    async def _edit_message(self, request: web.Request) -> web.Response:
+        channel_id, message_id = request.match_info["channel"], request.match_info["message"]
+        stored = self.world.messages.get(message_id)
+        if stored is None or stored["channel_id"] != channel_id:
+            return error(404, "Unknown Message", 10008)
+        if stored["author"]["id"] != self.world.bot["id"]:
+            return error(403, "Cannot edit a message authored by another user", 50005)
+        body = await request.json()
+        stored.update(content=body.get("content", stored["content"]), edited_timestamp=payloads.now_iso())
+        await self.world.notify(lambda: self.world.edits.append(Edit(channel_id, message_id, stored["content"])))
+        return reply(stored)
+
+    async def _typing(self, request: web.Request) -> web.Response:
+        channel_id = request.match_info["channel"]
+        await self.world.notify(lambda: self.world.typing.append(channel_id))
+        return web.Response(status=204)

@@ -1,0 +1,53 @@
+"""Events API payloads as Slack sends them, for the fake and the signed-POST helper."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+from .server import APP_ID, BOT_USER_ID, TEAM_ID
+
+_ids = itertools.count(1)
+_ts = itertools.count(1)
+
+
+def next_ts() -> str:
+    """A fresh message ts (seconds.micro, unique in this test run)."""
+    return f"{int(time.time())}.{next(_ts):06d}"
+
+
+def envelope(event: dict[str, Any], *, event_id: str | None = None) -> dict[str, Any]:
+    """An ``event_callback`` body around ``event``."""
+    return {
+        "token": "legacy-verification-token",
+        "team_id": TEAM_ID,
+        "api_app_id": APP_ID,
+        "event": event,
+        "type": "event_callback",
+        "event_id": event_id or f"Ev{next(_ids):08d}",
+        "event_time": int(time.time()),
+        "authorizations": [{"enterprise_id": None, "team_id": TEAM_ID, "user_id": BOT_USER_ID, "is_bot": True}],
+    }
+
+
+def mention(channel: str, user: str, text: str, *, ts: str | None = None, thread_ts: str | None = None,
+            **extra: Any) -> dict[str, Any]:  # fmt: skip
+    event = {"type": "app_mention", "channel": channel, "user": user, "text": text, "ts": ts or next_ts(),
+             "team": TEAM_ID, "event_ts": ts}  # fmt: skip
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+    event.update(extra)
+    return envelope(event)
+
+
+def message(channel: str, user: str | None, text: str, *, channel_type: str = "im", ts: str | None = None,
+            thread_ts: str | None = None, **extra: Any) -> dict[str, Any]:  # fmt: skip
+    event: dict[str, Any] = {"type": "message", "channel": channel, "channel_type": channel_type, "text": text,
+                             "ts": ts or next_ts(), "team": TEAM_ID}  # fmt: skip
+    if user is not None:
+        event["user"] = user
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+    event.update(extra)
+    return envelope(event)

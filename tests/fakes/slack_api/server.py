@@ -1,0 +1,258 @@
+"""A local stand-in for Slack's Web API and its Socket Mode WebSocket, on aiohttp.
+
+Web API (``POST /api/<method>``, form, JSON or query arguments, token in the
+``Authorization`` header): auth.test, chat.postMessage, chat.update and
+apps.connections.open; any other method answers ``{"ok": false, "error":
+"unknown_method"}``. Every call is recorded in :attr:`FakeSlack.calls`; posts
+and updates also land in :attr:`posts` and :attr:`updates`.
+
+Socket Mode: apps.connections.open (with the app token) returns
+``ws://127.0.0.1:<port>/socket/<n>``. On connect the fake sends ``hello``;
+:meth:`FakeSlack.push_event` sends an ``events_api`` envelope and
+:meth:`wait_acked` waits for the app's ack of it.
+
+Failures are scripted per method with :meth:`fail_next` (a status, headers and
+JSON body, or a dropped connection) and used up one per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections import defaultdict, deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+BOT_TOKEN = "xoxb-test-token"
+APP_TOKEN = "xapp-test-token"
+TEAM_ID = "T0TEAM"
+BOT_USER_ID = "U0BOT"
+BOT_ID = "B0BOT"
+BOT_NAME = "switchbot"
+APP_ID = "A0APP"
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    method: str
+    args: dict[str, Any]
+    token: str | None
+
+
+@dataclass(frozen=True)
+class Post:
+    channel: str
+    text: str
+    thread_ts: str | None
+    ts: str
+    mrkdwn: Any
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One scripted answer: an HTTP status with headers and a JSON body, or ``drop`` the connection."""
+
+    status: int = 200
+    body: Mapping[str, Any] = field(default_factory=lambda: {"ok": False, "error": "internal_error"})
+    headers: Mapping[str, str] = field(default_factory=dict)
+    drop: bool = False
+
+    @classmethod
+    def rate_limited(cls, retry_after: int) -> Failure:
+        return cls(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)})
+
+    @classmethod
+    def error(cls, code: str) -> Failure:
+        return cls(200, {"ok": False, "error": code})
+
+    @classmethod
+    def server_error(cls, status: int = 503) -> Failure:
+        return cls(status, {"ok": False, "error": "service_unavailable"})
+
+    @classmethod
+    def dropped(cls) -> Failure:
+        return cls(drop=True)
+
+
+class FakeSlack:
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self.host = host
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+        self._changed = asyncio.Condition()
+        self.reset()
+
+    # --- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/socket/{connection}", self._socket)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self.host, 0).start()
+        self.port = self._runner.addresses[0][1]
+
+    async def stop(self) -> None:
+        await self.close_sockets()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def reset(self) -> None:
+        self.calls: list[ApiCall] = []
+        self.posts: list[Post] = []
+        self.updates: list[dict[str, Any]] = []
+        self.acks: list[dict[str, Any]] = []
+        self.envelopes_sent: list[str] = []
+        self.connections = 0
+        self._failures: dict[str, deque[Failure]] = defaultdict(deque)
+        self._sockets: list[web.WebSocketResponse] = []
+        self._ts = itertools.count(1)
+        self._envelope_ids = itertools.count(1)
+
+    @property
+    def api_url(self) -> str:
+        return f"http://{self.host}:{self.port}/api/"
+
+    # --- scripting and reading -------------------------------------------------------------
+    def fail_next(self, method: str, *failures: Failure) -> None:
+        self._failures[method].extend(failures)
+
+    def calls_to(self, method: str) -> list[ApiCall]:
+        return [call for call in self.calls if call.method == method]
+
+    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 30.0) -> None:
+        """Wait until ``predicate()`` holds (the timeout only stops a hang)."""
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(predicate), timeout)
+
+    async def wait_posts(self, count: int, *, timeout: float = 30.0) -> list[Post]:
+        await self.wait_for(lambda: len(self.posts) >= count, timeout=timeout)
+        return list(self.posts)
+
+    async def wait_connections(self, count: int, *, timeout: float = 30.0) -> None:
+        await self.wait_for(lambda: self.connections >= count and len(self._open_sockets()) > 0, timeout=timeout)
+
+    async def wait_acked(self, envelope_id: str, *, timeout: float = 30.0) -> dict[str, Any]:
+        await self.wait_for(lambda: any(a.get("envelope_id") == envelope_id for a in self.acks), timeout=timeout)
+        return next(a for a in self.acks if a.get("envelope_id") == envelope_id)
+
+    # --- Socket Mode -----------------------------------------------------------------------
+    async def push_event(self, body: Mapping[str, Any], *, retry_attempt: int = 0, retry_reason: str = "") -> str:
+        """Send an ``events_api`` envelope with ``body`` (an event_callback) to the connected app."""
+        envelope_id = f"env-{next(self._envelope_ids)}"
+        envelope = {
+            "envelope_id": envelope_id, "type": "events_api", "accepts_response_payload": False,
+            "retry_attempt": retry_attempt, "retry_reason": retry_reason, "payload": dict(body),
+        }  # fmt: skip
+        sockets = self._open_sockets()
+        if not sockets:
+            raise RuntimeError("no Socket Mode connection is open")
+        await sockets[-1].send_str(json.dumps(envelope))
+        self.envelopes_sent.append(envelope_id)
+        return envelope_id
+
+    async def close_sockets(self) -> None:
+        """Close every open Socket Mode connection (as Slack does on a refresh)."""
+        for socket in list(self._sockets):
+            await socket.close()
+
+    def _open_sockets(self) -> list[web.WebSocketResponse]:
+        return [s for s in self._sockets if not s.closed]
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        socket = web.WebSocketResponse()
+        await socket.prepare(request)
+        self._sockets.append(socket)
+        await socket.send_str(json.dumps({
+            "type": "hello", "num_connections": len(self._open_sockets()),
+            "connection_info": {"app_id": APP_ID}, "debug_info": {"host": "fake-slack"},
+        }))  # fmt: skip
+        await self._notify(lambda: setattr(self, "connections", self.connections + 1))
+        async for message in socket:
+            if message.type == WSMsgType.TEXT:
+                data = json.loads(message.data)
+                await self._notify(lambda data=data: self.acks.append(data))
+        return socket
+
+    # --- Web API ---------------------------------------------------------------------------
+    async def _api(self, request: web.Request) -> web.StreamResponse:
+        method = request.match_info["method"]
+        args = await _arguments(request)
+        token = _token(request, args)
+        await self._notify(lambda: self.calls.append(ApiCall(method, args, token)))
+        if self._failures[method]:
+            failure = self._failures[method].popleft()
+            if failure.drop:
+                assert request.transport is not None
+                request.transport.close()
+                return web.Response()
+            return web.json_response(dict(failure.body), status=failure.status, headers=dict(failure.headers))
+        handler = {
+            "auth.test": self._auth_test,
+            "chat.postMessage": self._post_message,
+            "chat.update": self._update,
+            "apps.connections.open": self._connections_open,
+        }.get(method)
+        if handler is None:
+            return web.json_response({"ok": False, "error": "unknown_method"})
+        return web.json_response(await handler(args, token))
+
+    async def _auth_test(self, args: dict[str, Any], token: str | None) -> dict[str, Any]:
+        if token != BOT_TOKEN:
+            return {"ok": False, "error": "invalid_auth"}
+        return {
+            "ok": True, "url": "https://fake.slack.test/", "team": "Fake Team", "user": BOT_NAME,
+            "team_id": TEAM_ID, "user_id": BOT_USER_ID, "bot_id": BOT_ID, "is_enterprise_install": False,
+        }  # fmt: skip
+
+    async def _post_message(self, args: dict[str, Any], token: str | None) -> dict[str, Any]:
+        if token != BOT_TOKEN:
+            return {"ok": False, "error": "invalid_auth"}
+        if not args.get("channel"):
+            return {"ok": False, "error": "channel_not_found"}
+        ts = f"1800000000.{next(self._ts):06d}"
+        post = Post(str(args["channel"]), str(args.get("text") or ""), args.get("thread_ts"), ts, args.get("mrkdwn"))
+        await self._notify(lambda: self.posts.append(post))
+        return {"ok": True, "channel": post.channel, "ts": ts,
+                "message": {"type": "message", "text": post.text, "user": BOT_USER_ID, "bot_id": BOT_ID, "ts": ts}}
+
+    async def _update(self, args: dict[str, Any], token: str | None) -> dict[str, Any]:
+        if token != BOT_TOKEN:
+            return {"ok": False, "error": "invalid_auth"}
+        if not any(p.ts == args.get("ts") and p.channel == args.get("channel") for p in self.posts):
+            return {"ok": False, "error": "message_not_found"}
+        await self._notify(lambda: self.updates.append(dict(args)))
+        return {"ok": True, "channel": args["channel"], "ts": args["ts"], "text": args.get("text")}
+
+    async def _connections_open(self, args: dict[str, Any], token: str | None) -> dict[str, Any]:
+        if token != APP_TOKEN:
+            return {"ok": False, "error": "invalid_auth" if token and token.startswith("xapp-") else "not_allowed_token_type"}
+        return {"ok": True, "url": f"ws://{self.host}:{self.port}/socket/{self.connections + 1}"}
+
+    async def _notify(self, change: Callable[[], object]) -> None:
+        async with self._changed:
+            change()
+            self._changed.notify_all()
+
+
+async def _arguments(request: web.Request) -> dict[str, Any]:
+    args: dict[str, Any] = dict(request.query)
+    if request.content_type == "application/json":
+        body = await request.json()
+        if isinstance(body, dict):
+            args.update(body)
+    elif request.can_read_body:
+        args.update(dict(await request.post()))
+    return args
+
+
+def _token(request: web.Request, args: Mapping[str, Any]) -> str | None:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token:
+        return token.strip()
+    value = args.get("token")
+    return str(value) if value else None
