@@ -48,7 +48,8 @@ class InboundMessage:
 
     platform: str
     event_id: str
-    """Unique per platform for this delivery (Telegram update_id, Slack event_id, Discord message id)."""
+    """Unique per platform for one user message, the same on every redelivery of it (Telegram
+    update_id, Slack ``<channel>:<ts>``, Discord message id): the inbox drops a repeat."""
     chat_id: str
     chat_type: ChatType
     user_id: str

@@ -1,6 +1,7 @@
 """SlackAdapter: one Slack app (bot user) in one workspace, in Socket Mode or HTTP mode.
 
-Inbound: see :mod:`adapters.slack.convert` for which events become messages
+Inbound: see :mod:`adapters.slack.convert` for which events become messages,
+:mod:`adapters.slack.threads` for the threads where replies need no mention
 and :mod:`adapters.slack.app` for when Slack gets its ack. Outbound:
 chat.postMessage in mrkdwn, in the thread the message came from; chat.update
 for edits. Slack has no typing indicator for bots, so :meth:`typing` does
@@ -23,6 +24,7 @@ from adapters.slack.convert import PLATFORM
 from adapters.slack.http_mode import HttpReceiver
 from adapters.slack.identity import BotIdentity
 from adapters.slack.socket_mode import SocketReceiver
+from adapters.slack.threads import ThreadMemory
 from gateway.events import Markup, OutboundMessage
 
 log = structlog.get_logger(__name__)
@@ -60,6 +62,7 @@ class SlackAdapter(Adapter):
         self._sink: EventSink | None = None
         self._socket: SocketReceiver | None = None
         self._http: HttpReceiver | None = None
+        self._threads: ThreadMemory | None = None
         self.bot: BotIdentity | None = None
 
     @classmethod
@@ -103,7 +106,8 @@ class SlackAdapter(Adapter):
         except Exception as error:  # noqa: BLE001 - translated into an error that names the setting
             raise sending.startup_error("auth.test", "platforms.slack.bot_token (xoxb-…)", error) from error
         self.bot = BotIdentity.from_auth_test(identity.data)  # type: ignore[arg-type]
-        self._sink = EventSink(self.bot, self._note_inbound)
+        self._threads = ThreadMemory(self._client, self.bot)
+        self._sink = EventSink(self.bot, self._threads, self._note_inbound)
         self._sink.open(intake)
         app = build_app(self._client, settings.signing_secret or "", self.bot, self._sink)
         if settings.mode == "http":
@@ -141,6 +145,8 @@ class SlackAdapter(Adapter):
             await http.stop()
         if self._sink is not None:
             await self._sink.drain()
+        if self._threads is not None:
+            await self._threads.close()
 
     async def _release(self) -> None:
         await self._stop_receivers()
@@ -159,7 +165,10 @@ class SlackAdapter(Adapter):
     # --- outbound --------------------------------------------------------------------------
     async def send(self, message: OutboundMessage) -> str:
         # Slack takes no idempotency key for chat.postMessage, so ``message.nonce`` is not sent.
-        return await sending.post(self._client, message)
+        ts = await sending.post(self._client, message)
+        if message.thread_id and self._threads is not None and not message.chat_id.startswith("D"):
+            self._threads.remember(message.chat_id, message.thread_id)  # replies there continue without a mention
+        return ts
 
     async def edit(self, chat_id: str, message_id: str, text: str, *, markup: Markup = Markup.PLAIN) -> None:
         await sending.update(self._client, chat_id, message_id, text, markup)

@@ -9,15 +9,20 @@ later on the gateway's lanes. Should intake take longer than
 :data:`ACK_BUDGET` (a slow disk, a gateway still starting), the event is
 acknowledged anyway and intake finishes in a tracked task. If intake fails,
 the event is not acknowledged and Slack delivers it again; a redelivery that
-was already stored is recognised by its ``event_id`` in the gateway inbox and
-never answered twice.
+was already stored is recognised in the gateway inbox by the message's id
+(``{channel}:{ts}``, see :mod:`adapters.slack.convert`) and never answered
+twice, and neither is the second copy of a mention in a thread.
+
+A channel thread reply without a mention (:class:`ThreadReply`) first needs
+the answer of :class:`ThreadMemory` (the bot takes part in the thread?), which
+may ask Slack; that lookup counts against the same budget as intake.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final
 
 import structlog
@@ -28,9 +33,10 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.base import Intake
-from adapters.slack.convert import Skip, to_inbound
+from adapters.slack.convert import Skip, ThreadReply, to_inbound
 from adapters.slack.identity import BotIdentity
-from gateway.events import InboundMessage
+from adapters.slack.threads import ThreadMemory
+from gateway.events import ChatType, InboundMessage
 
 log = structlog.get_logger(__name__)
 
@@ -41,11 +47,12 @@ ACK_BUDGET: Final = 2.0
 class EventSink:
     """Bolt's listener for every event: convert, hand to intake, decide the ack."""
 
-    def __init__(self, bot: BotIdentity, on_accepted: Callable[[], None]) -> None:
+    def __init__(self, bot: BotIdentity, threads: ThreadMemory, on_accepted: Callable[[], None]) -> None:
         self._bot = bot
+        self._threads = threads
         self._on_accepted = on_accepted
         self._intake: Intake | None = None
-        self._late: set[asyncio.Task[None]] = set()
+        self._late: set[asyncio.Task[bool]] = set()
 
     def open(self, intake: Intake) -> None:
         self._intake = intake
@@ -71,10 +78,31 @@ class EventSink:
             return BoltResponse(status=503, body="shutting down")
         if fields.get("retry_num"):
             log.info("slack.event.redelivered", **fields)
-        return await self._hand_over(intake, result, fields)
+        if isinstance(result, ThreadReply):
+            if result.mentions_bot and not self._threads.known(*result.thread):
+                # Its app_mention copy starts the turn and makes the thread known; no lookup needed.
+                log.debug("slack.event.ignored", reason="mention copy of an app_mention", **fields)
+                return None
+            return await self._hand_over(self._thread_reply(intake, result, fields), result.message, fields)
+        if result.mentioned and result.thread_id and not result.from_bot and result.chat_type is not ChatType.DM:
+            self._threads.remember(result.chat_id, result.thread_id)
+        return await self._hand_over(self._accept(intake, result), result, fields)
 
-    async def _hand_over(self, intake: Intake, message: InboundMessage, fields: dict[str, str]) -> BoltResponse | None:
-        task = asyncio.create_task(intake(message), name=f"slack-intake:{message.event_id}")
+    async def _accept(self, intake: Intake, message: InboundMessage) -> bool:
+        await intake(message)
+        return True
+
+    async def _thread_reply(self, intake: Intake, reply: ThreadReply, fields: dict[str, str]) -> bool:
+        if not await self._threads.takes_part(*reply.thread):
+            log.debug("slack.event.ignored", reason="reply in a thread the bot takes no part in", **fields)
+            return False
+        await intake(reply.message)
+        return True
+
+    async def _hand_over(
+        self, work: Coroutine[Any, Any, bool], message: InboundMessage, fields: dict[str, str]
+    ) -> BoltResponse | None:
+        task = asyncio.create_task(work, name=f"slack-intake:{message.event_id}")
         done, _ = await asyncio.wait({task}, timeout=ACK_BUDGET)
         if task not in done:
             log.warning("slack.event.ack_before_intake", budget_s=ACK_BUDGET,
@@ -87,10 +115,11 @@ class EventSink:
             log.error("slack.intake.failed", error=str(error), hint="not acknowledged: Slack delivers it again",
                       exc_info=error, **fields)  # fmt: skip
             return BoltResponse(status=500, body="intake failed")
-        self._on_accepted()
+        if task.result():
+            self._on_accepted()
         return None
 
-    def _late_done(self, task: asyncio.Task[None]) -> None:
+    def _late_done(self, task: asyncio.Task[bool]) -> None:
         self._late.discard(task)
         if task.cancelled():
             return
@@ -98,7 +127,7 @@ class EventSink:
         if error is not None:
             log.error("slack.intake.failed", error=str(error), task=task.get_name(),
                       hint="already acknowledged: this event is lost unless the sender repeats it")  # fmt: skip
-        else:
+        elif task.result():
             self._on_accepted()
 
 

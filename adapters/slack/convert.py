@@ -2,28 +2,38 @@
 
 Which events start a turn:
 
-* ``app_mention`` in a channel (public, private or group DM). A channel message
-  that mentions the bot also arrives as a ``message`` event when the app
-  subscribes to ``message.channels``; those channel ``message`` events are
-  skipped, so one mention gives exactly one turn.
+* ``app_mention`` in a channel (public, private or group DM).
 * ``message`` in a direct message (``channel_type: im``), threaded or not.
+* ``message`` in a channel thread (``message.channels`` / ``message.groups``)
+  the bot takes part in, without a mention: :func:`to_inbound` returns it as
+  a :class:`ThreadReply` and the event sink asks the adapter's thread memory
+  (:mod:`adapters.slack.threads`) whether the bot is in that thread. Top-level
+  channel messages without ``app_mention`` start nothing.
 
 A channel conversation lives in a thread: a mention inside a thread belongs to
 that thread (``thread_ts``), and a top-level mention becomes the root of a new
 thread (its own ``ts``), so the reply opens the thread under it and later
-mentions in that thread continue the same session. In a DM, top-level messages
-share the DM's session and a DM thread is a session of its own.
+messages in that thread continue the same session. In a DM, top-level
+messages share the DM's session and a DM thread is a session of its own.
 
-Edits, deletions, joins and other message subtypes are skipped; the bot's own
-messages are skipped; other bots' messages are passed on with ``from_bot`` so
-the gateway's access rules log and count them.
+One message, one event id: a mention in a thread arrives twice (as
+``message`` and as ``app_mention``, with different envelope ``event_id`` s),
+so every inbound message is identified by ``{channel}:{ts}`` and the gateway
+inbox keeps the first copy and recognises the other, and any redelivery, as
+a duplicate.
+
+Edits, deletions, joins and other message subtypes are skipped (a thread
+reply also sent to the channel, ``thread_broadcast``, is a thread reply); the
+bot's own messages are skipped; other bots' DMs and mentions are passed on
+with ``from_bot`` so the gateway's access rules log and count them, while
+other bots' chatter in channel threads is skipped here.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from adapters.slack.identity import BotIdentity
@@ -33,6 +43,9 @@ PLATFORM: Final = "slack"
 
 _TURN_SUBTYPES: Final = frozenset({None, "file_share", "thread_broadcast", "bot_message"})
 """Message subtypes that carry something a person (or bot) said; every other subtype is skipped."""
+
+_THREAD_SUBTYPES: Final = frozenset({None, "file_share", "thread_broadcast"})
+"""Channel message subtypes that can continue a thread conversation."""
 
 _ENTITIES: Final = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
 
@@ -44,7 +57,21 @@ class Skip:
     reason: str
 
 
-def to_inbound(body: Mapping[str, Any], bot: BotIdentity) -> InboundMessage | Skip:
+@dataclass(frozen=True, slots=True)
+class ThreadReply:
+    """A channel thread message without a new mention: a turn only if the bot takes part in the thread."""
+
+    message: InboundMessage
+    """Already marked ``mentioned``, for the case that it is accepted."""
+    mentions_bot: bool
+    """The text mentions the bot, so an ``app_mention`` copy of it arrives too."""
+
+    @property
+    def thread(self) -> tuple[str, str]:
+        return self.message.chat_id, self.message.thread_id or ""
+
+
+def to_inbound(body: Mapping[str, Any], bot: BotIdentity) -> InboundMessage | ThreadReply | Skip:
     """Convert one ``event_callback`` body (HTTP or Socket Mode) for the gateway."""
     event = body.get("event")
     if not isinstance(event, Mapping):
@@ -53,7 +80,9 @@ def to_inbound(body: Mapping[str, Any], bot: BotIdentity) -> InboundMessage | Sk
     if kind == "app_mention":
         return _mention(body, event, bot)
     if kind == "message":
-        return _direct_message(body, event, bot)
+        if event.get("channel_type") == "im":
+            return _direct_message(body, event, bot)
+        return _channel_message(body, event, bot)
     return Skip(f"event type {kind} does not start a turn")
 
 
@@ -65,13 +94,26 @@ def _mention(body: Mapping[str, Any], event: Mapping[str, Any], bot: BotIdentity
 
 
 def _direct_message(body: Mapping[str, Any], event: Mapping[str, Any], bot: BotIdentity) -> InboundMessage | Skip:
-    channel_type = event.get("channel_type")
-    if channel_type != "im":
-        return Skip(f"{channel_type} message: in channels only app_mention events start turns")
     subtype = event.get("subtype")
     if subtype not in _TURN_SUBTYPES:
         return Skip(f"message subtype {subtype}")
     return _message(body, event, bot, chat_type=ChatType.DM, thread_id=event.get("thread_ts"))
+
+
+def _channel_message(body: Mapping[str, Any], event: Mapping[str, Any], bot: BotIdentity) -> ThreadReply | Skip:
+    subtype = event.get("subtype")
+    if subtype not in _THREAD_SUBTYPES:
+        return Skip(f"channel message subtype {subtype}")
+    thread_ts = event.get("thread_ts")
+    if not thread_ts or thread_ts == event.get("ts"):
+        return Skip("top-level channel message: only an app_mention starts a turn there")
+    if event.get("bot_id"):
+        return Skip("a bot's message in a channel thread")
+    result = _message(body, event, bot, chat_type=ChatType.GROUP, thread_id=str(thread_ts))
+    if isinstance(result, Skip):
+        return result
+    mentions_bot = result.mentioned
+    return ThreadReply(replace(result, mentioned=True), mentions_bot=mentions_bot)
 
 
 def _message(
@@ -92,7 +134,7 @@ def _message(
     mention = _mention_pattern(bot.user_id)
     return InboundMessage(
         platform=PLATFORM,
-        event_id=str(body.get("event_id") or f"{channel}:{ts}"),
+        event_id=f"{channel}:{ts}",
         chat_id=channel,
         chat_type=chat_type,
         user_id=str(event.get("user") or event.get("bot_id") or ""),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.slack.convert import Skip, to_inbound
+from adapters.slack.convert import Skip, ThreadReply, to_inbound
 from adapters.slack.identity import BotIdentity
 from gateway.events import ChatType, InboundMessage
 from tests.fakes.slack_api import BOT_ID, BOT_USER_ID, TEAM_ID, mention, message
@@ -57,3 +57,34 @@ def test_files_become_attachment_metadata() -> None:
         ("document", "notes.pdf", "F1", 10), ("audio", "memo.m4a", "F2", 20)
     ]  # fmt: skip
 
+
+
+def test_channel_thread_reply_waits_for_the_thread_check_already_marked_for_the_gateway() -> None:
+    result = to_inbound(message("C1", "U1", "go on", channel_type="channel", ts="17.2", thread_ts="17.1"), BOT)
+    assert isinstance(result, ThreadReply) and not result.mentions_bot
+    inbound = result.message
+    assert (inbound.event_id, inbound.thread_id, inbound.chat_type, inbound.mentioned) == (
+        "C1:17.2", "17.1", ChatType.GROUP, True
+    )  # fmt: skip
+    assert result.thread == ("C1", "17.1")
+
+
+def test_both_copies_of_a_mention_in_a_thread_get_the_same_event_id() -> None:
+    text = f"<@{BOT_USER_ID}> again"
+    copy = to_inbound(message("G1", "U1", text, channel_type="group", ts="17.3", thread_ts="17.1"), BOT)
+    assert isinstance(copy, ThreadReply) and copy.mentions_bot
+    the_mention = convert(mention("G1", "U1", text, ts="17.3", thread_ts="17.1"))
+    assert copy.message == the_mention
+
+
+def test_channel_messages_that_continue_no_thread_are_skipped() -> None:
+    def skipped(**extra: object) -> bool:
+        return isinstance(to_inbound(message("C1", "U1", "x", channel_type="channel", **extra), BOT), Skip)
+
+    assert skipped(ts="17.1")  # top level
+    assert skipped(ts="17.1", thread_ts="17.1")  # the thread's parent itself
+    assert skipped(ts="17.2", thread_ts="17.1", bot_id="B0OTHER")
+    assert skipped(ts="17.2", thread_ts="17.1", subtype="message_changed")
+    assert skipped(ts="17.2", thread_ts="17.1", subtype="channel_join")
+    assert not skipped(ts="17.2", thread_ts="17.1", subtype="thread_broadcast")
+    assert not skipped(ts="17.2", thread_ts="17.1", subtype="file_share")

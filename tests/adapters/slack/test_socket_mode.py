@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.adapters.slack.conftest import ALICE, CHANNEL, DM, SlackFactory
 from tests.fakes.model_server import ModelServer
-from tests.fakes.slack_api import APP_TOKEN, BOT_ID, BOT_USER_ID, message, mention, next_ts
+from tests.fakes.slack_api import APP_TOKEN, BOT_ID, BOT_USER_ID, mention, message, message_key, next_ts
 
 
 async def test_connects_with_the_app_token_and_reports_running(start_slack: SlackFactory) -> None:
@@ -33,7 +33,7 @@ async def test_direct_message_round_trip_and_ack_after_the_inbox_write(start_sla
     payload = message(DM, ALICE, "private socket")
     await slack.api.wait_acked(await slack.api.push_event(payload))
     # The ack means the event is already stored: the inbox refuses it as a duplicate.
-    assert not await slack.store.inbox_accept("slack", payload["event_id"], "probe", {})
+    assert not await slack.store.inbox_accept("slack", message_key(payload), "probe", {})
     [post] = await slack.api.wait_posts(1)
     assert (post.channel, post.thread_ts, post.text) == (DM, None, "ok: private socket")
 

@@ -17,6 +17,12 @@ def next_ts() -> str:
     return f"{int(time.time())}.{next(_ts):06d}"
 
 
+def message_key(payload: dict[str, Any]) -> str:
+    """The id the adapter gives the message in ``payload``: ``{channel}:{ts}``, the same for every copy of it."""
+    event = payload["event"]
+    return f"{event['channel']}:{event['ts']}"
+
+
 def envelope(event: dict[str, Any], *, event_id: str | None = None) -> dict[str, Any]:
     """An ``event_callback`` body around ``event``."""
     return {

@@ -1,8 +1,10 @@
 """A local stand-in for Slack's Web API and its Socket Mode WebSocket, on aiohttp.
 
-Web API (``POST /api/<method>``, form, JSON or query arguments, token in the
-``Authorization`` header): auth.test, chat.postMessage, chat.update and
-apps.connections.open; any other method answers ``{"ok": false, "error":
+Web API (``POST`` or ``GET /api/<method>``, form, JSON or query arguments,
+token in the ``Authorization`` header): auth.test, chat.postMessage,
+chat.update, apps.connections.open and conversations.replies (over the
+bot's posts and the user messages a test recorded with :meth:`record`, see
+:mod:`.history`); any other method answers ``{"ok": false, "error":
 "unknown_method"}``. Every call is recorded in :attr:`FakeSlack.calls`; posts
 and updates also land in :attr:`posts` and :attr:`updates`.
 
@@ -26,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import WSMsgType, web
+
+from .history import History
 
 BOT_TOKEN = "xoxb-test-token"
 APP_TOKEN = "xapp-test-token"
@@ -90,6 +94,7 @@ class FakeSlack:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/api/{method}", self._api)
         app.router.add_get("/socket/{connection}", self._socket)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -108,6 +113,7 @@ class FakeSlack:
         self.acks: list[dict[str, Any]] = []
         self.envelopes_sent: list[str] = []
         self.connections = 0
+        self.history = History()
         self._failures: dict[str, deque[Failure]] = defaultdict(deque)
         self._sockets: list[web.WebSocketResponse] = []
         self._ts = itertools.count(1)
@@ -120,6 +126,13 @@ class FakeSlack:
     # --- scripting and reading -------------------------------------------------------------
     def fail_next(self, method: str, *failures: Failure) -> None:
         self._failures[method].extend(failures)
+
+    def record(self, payload: Mapping[str, Any]) -> None:
+        """Add the message of an Events API payload (built by :mod:`.events`) to the workspace's history."""
+        event = payload.get("event", payload)
+        self.history.add(str(event["channel"]), {
+            key: event[key] for key in ("type", "subtype", "user", "bot_id", "text", "ts", "thread_ts") if key in event
+        })  # fmt: skip
 
     def calls_to(self, method: str) -> list[ApiCall]:
         return [call for call in self.calls if call.method == method]
@@ -196,6 +209,7 @@ class FakeSlack:
             "chat.postMessage": self._post_message,
             "chat.update": self._update,
             "apps.connections.open": self._connections_open,
+            "conversations.replies": self._replies,
         }.get(method)
         if handler is None:
             return web.json_response({"ok": False, "error": "unknown_method"})
@@ -217,6 +231,10 @@ class FakeSlack:
         ts = f"1800000000.{next(self._ts):06d}"
         post = Post(str(args["channel"]), str(args.get("text") or ""), args.get("thread_ts"), ts, args.get("mrkdwn"))
         await self._notify(lambda: self.posts.append(post))
+        self.history.add(post.channel, {
+            "type": "message", "text": post.text, "user": BOT_USER_ID, "bot_id": BOT_ID, "ts": ts,
+            **({"thread_ts": post.thread_ts} if post.thread_ts else {}),
+        })  # fmt: skip
         return {"ok": True, "channel": post.channel, "ts": ts,
                 "message": {"type": "message", "text": post.text, "user": BOT_USER_ID, "bot_id": BOT_ID, "ts": ts}}
 
@@ -227,6 +245,11 @@ class FakeSlack:
             return {"ok": False, "error": "message_not_found"}
         await self._notify(lambda: self.updates.append(dict(args)))
         return {"ok": True, "channel": args["channel"], "ts": args["ts"], "text": args.get("text")}
+
+    async def _replies(self, args: dict[str, Any], token: str | None) -> dict[str, Any]:
+        if token != BOT_TOKEN:
+            return {"ok": False, "error": "invalid_auth"}
+        return self.history.replies(args)
 
     async def _connections_open(self, args: dict[str, Any], token: str | None) -> dict[str, Any]:
         if token != APP_TOKEN:

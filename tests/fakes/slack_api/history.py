@@ -1,0 +1,41 @@
+"""The fake workspace's message history, for ``conversations.replies``.
+
+The bot's posts land here by themselves (chat.postMessage); what users wrote
+is only known to the fake when a test records it with
+:meth:`FakeSlack.add_message` (an Events API payload built by
+:mod:`.events` goes to the app, not through the fake).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+class History:
+    def __init__(self) -> None:
+        self._messages: dict[str, dict[str, dict[str, Any]]] = {}
+        """channel -> ts -> message."""
+
+    def add(self, channel: str, message: Mapping[str, Any]) -> None:
+        self._messages.setdefault(channel, {})[str(message["ts"])] = dict(message)
+
+    def replies(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Slack's answer to conversations.replies: the parent, then its replies oldest first, paged."""
+        channel, ts = str(args.get("channel") or ""), str(args.get("ts") or "")
+        in_channel = self._messages.get(channel)
+        if in_channel is None:
+            return {"ok": False, "error": "channel_not_found"}
+        thread = sorted(
+            (m for m in in_channel.values() if m["ts"] == ts or m.get("thread_ts") == ts), key=lambda m: float(m["ts"])
+        )
+        if not thread or thread[0]["ts"] != ts:
+            return {"ok": False, "error": "thread_not_found"}
+        limit = max(1, min(int(args.get("limit") or 1000), 1000))
+        start = int(args.get("cursor") or 0)
+        page = thread[start : start + limit]
+        more = start + limit < len(thread)
+        return {
+            "ok": True, "messages": page, "has_more": more,
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+        }  # fmt: skip
