@@ -1,0 +1,169 @@
+"""The Telegram adapter: one bot token, updates by long polling or webhook, replies in Telegram HTML."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import structlog
+from aiogram import Bot
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+from aiogram.exceptions import ClientDecodeError, TelegramAPIError, TelegramUnauthorizedError
+from aiogram.methods import DeleteWebhook, GetMe, SetWebhook
+from aiogram.utils.token import TokenValidationError, validate_token
+
+from adapters.base import Adapter, AdapterError, AdapterState, Capabilities, Intake
+from gateway.events import Markup, OutboundMessage
+
+from .convert import PLATFORM, BotIdentity
+from .polling import ALLOWED_UPDATES, Poller, PollingSettings
+from .sending import Sender
+from .webhook import WebhookServer
+
+log = structlog.get_logger(__name__)
+
+START_TIMEOUT = 30
+
+
+@dataclass(frozen=True, slots=True)
+class TelegramSettings:
+    token: str
+    api_base_url: str | None = None
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: str | None = None
+    webhook_secret: str | None = None
+    webhook_host: str = "127.0.0.1"
+    webhook_port: int = 8443
+    polling: PollingSettings = PollingSettings()
+
+
+class TelegramAdapter(Adapter):
+    platform = PLATFORM
+    capabilities = Capabilities(max_message_length=4096, length_unit="utf16", can_edit=True, markup=Markup.TELEGRAM_HTML)
+
+    def __init__(self, settings: TelegramSettings) -> None:
+        super().__init__()
+        try:
+            validate_token(settings.token)
+        except TokenValidationError as error:
+            raise AdapterError(
+                "the Telegram bot token is malformed (expected digits, a colon, then letters, as @BotFather "
+                "gives it); check platforms.telegram.token or TELEGRAM_BOT_TOKEN"
+            ) from error
+        if settings.mode == "webhook" and not (settings.webhook_url and settings.webhook_secret):
+            raise AdapterError("Telegram webhook mode needs platforms.telegram.webhook_url and webhook_secret")
+        self.settings = settings
+        self.bot_username: str | None = None
+        self.bot_id: int | None = None
+        self._bot: Bot | None = None
+        self._sender: Sender | None = None
+        self._poller: Poller | None = None
+        self._webhook: WebhookServer | None = None
+
+    @classmethod
+    def from_config(cls, section: Any) -> TelegramAdapter:
+        """Build from ``platforms.telegram`` (config.models.TelegramConfig)."""
+        if not section.token:
+            raise AdapterError("Telegram needs a bot token: set TELEGRAM_BOT_TOKEN or platforms.telegram.token")
+        return cls(
+            TelegramSettings(
+                token=section.token, api_base_url=section.api_base_url, mode=section.mode,
+                webhook_url=section.webhook_url, webhook_secret=section.webhook_secret,
+                webhook_host=section.webhook_listen.host, webhook_port=section.webhook_listen.port,
+                polling=PollingSettings(poll_timeout=section.poll_timeout, stall_timeout=section.stall_timeout),
+            )
+        )  # fmt: skip
+
+    def new_bot(self) -> Bot:
+        """A bot client on its own connection pool (polling replaces its pool when it stalls)."""
+        base = self.settings.api_base_url
+        session = AiohttpSession(api=TelegramAPIServer.from_base(base)) if base else AiohttpSession()
+        return Bot(self.settings.token, session=session)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    async def start(self, intake: Intake) -> None:
+        self._set_state(AdapterState.STARTING, "connecting to Telegram")
+        self._bot = self.new_bot()
+        self._sender = Sender(self._bot)
+        identity = await self._identify(self._bot)
+        if self.settings.mode == "webhook":
+            await self._start_webhook(self._bot, identity, intake)
+        else:
+            await self._call_at_start(self._bot, DeleteWebhook(drop_pending_updates=False), "deleteWebhook")
+            self._poller = Poller(self.new_bot, identity, intake, self._set_state, self._note_inbound,
+                                  self.settings.polling)  # fmt: skip
+            self._set_state(AdapterState.RUNNING, f"long polling as @{identity.username}")
+            self._poller.start()
+        log.info("telegram.started", bot=f"@{identity.username}", mode=self.settings.mode,
+                 api=self.settings.api_base_url or "api.telegram.org")  # fmt: skip
+
+    async def _identify(self, bot: Bot) -> BotIdentity:
+        me = await self._call_at_start(bot, GetMe(), "getMe")
+        if not me.username:
+            raise AdapterError("Telegram's getMe returned no username for this bot; check the token")
+        self.bot_username, self.bot_id = me.username, me.id
+        return BotIdentity(id=me.id, username=me.username)
+
+    async def _start_webhook(self, bot: Bot, identity: BotIdentity, intake: Intake) -> None:
+        url, secret = self.settings.webhook_url or "", self.settings.webhook_secret or ""
+        self._webhook = WebhookServer(
+            bot, identity, intake, secret=secret, path=urlsplit(url).path or "/", host=self.settings.webhook_host,
+            port=self.settings.webhook_port, on_inbound=self._note_inbound,
+        )  # fmt: skip
+        await self._webhook.start()
+        setting = SetWebhook(url=url, secret_token=secret, allowed_updates=ALLOWED_UPDATES, drop_pending_updates=False)
+        try:
+            await self._call_at_start(bot, setting, "setWebhook")
+        except AdapterError:
+            await self._webhook.stop()
+            raise
+        self._set_state(AdapterState.RUNNING, f"webhook {url} as @{identity.username}, listening on "
+                        f"{self.settings.webhook_host}:{self._webhook.bound_port}")  # fmt: skip
+
+    async def _call_at_start(self, bot: Bot, method: Any, name: str) -> Any:
+        try:
+            return await bot(method, request_timeout=START_TIMEOUT)
+        except TelegramUnauthorizedError as error:
+            detail = "Telegram rejected the bot token (401); set a valid token from @BotFather"
+            self._set_state(AdapterState.FAILED, detail)
+            raise AdapterError(detail) from error
+        except (TelegramAPIError, ClientDecodeError) as error:
+            where = self.settings.api_base_url or "api.telegram.org"
+            detail = f"{name} failed at start ({error}); check the network and that {where} is reachable"
+            self._set_state(AdapterState.FAILED, detail)
+            raise AdapterError(detail) from error
+
+    async def stop_intake(self) -> None:
+        if self._poller is not None:
+            poller, self._poller = self._poller, None
+            await poller.stop()
+        if self._webhook is not None:
+            webhook, self._webhook = self._webhook, None
+            await webhook.stop()
+        if self._state not in (AdapterState.STOPPED, AdapterState.NEW):
+            self._set_state(AdapterState.STOPPING, "intake stopped; sending still works")
+
+    async def close(self) -> None:
+        await self.stop_intake()
+        if self._bot is not None:
+            bot, self._bot = self._bot, None
+            await bot.session.close()
+        self._sender = None
+        self._set_state(AdapterState.STOPPED)
+
+    # --- outbound ----------------------------------------------------------------------------
+    async def send(self, message: OutboundMessage) -> str:
+        return await self._sending().send(message)
+
+    async def edit(self, chat_id: str, message_id: str, text: str, *, markup: Markup = Markup.PLAIN) -> None:
+        await self._sending().edit(chat_id, message_id, text, markup)
+
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
+        await self._sending().typing(chat_id, thread_id)
+
+    def _sending(self) -> Sender:
+        if self._sender is None:
+            raise AdapterError("the Telegram adapter is not connected (not started, or closed)")
+        return self._sender

@@ -1,0 +1,239 @@
+"""Long polling with our own getUpdates loop, and a watchdog that notices when it goes deaf.
+
+The offset moves past an update only after the gateway's intake has stored
+it, so a crash at any point leaves Telegram holding every update not yet in
+the inbox (it sends them again; the inbox drops repeats). Nothing is dropped
+at start: updates that arrived while the gateway was down are answered.
+
+Liveness is "a getUpdates call came back recently", not "the task exists".
+When none has for ``stall_timeout`` seconds (a hung connection, a dead
+network, a proxy swallowing long requests), the watchdog throws away the
+connection and starts polling again on a new one, with growing pauses, and
+the adapter's status says so. A 409 Conflict (another process polls the same
+token) is reported as such and retried slowly instead of in a tight loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+from aiogram import Bot
+from aiogram.exceptions import ClientDecodeError, TelegramAPIError, TelegramConflictError, TelegramUnauthorizedError
+from aiogram.methods import GetUpdates
+from aiogram.types import Update
+
+from adapters.base import AdapterState, Intake
+
+from .convert import BotIdentity, to_inbound
+
+log = structlog.get_logger(__name__)
+
+ALLOWED_UPDATES = ["message"]
+"""Only new messages; edits and other update kinds are not asked for."""
+
+Report = Callable[[AdapterState, str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class PollingSettings:
+    poll_timeout: int = 30
+    """Seconds one getUpdates waits for news before coming back empty."""
+    stall_timeout: float = 120.0
+    """Seconds without a getUpdates coming back before the connection is replaced."""
+    retry_base: float = 1.0
+    retry_max: float = 60.0
+    conflict_retry: float = 30.0
+    """Pause between attempts while another process polls the same token."""
+
+    def backoff(self, attempt: int) -> float:
+        """Growing pause for the ``attempt``-th failure in a row, with jitter so restarts spread out."""
+        delay = min(self.retry_base * 2 ** max(attempt - 1, 0), self.retry_max)
+        return round(delay * random.uniform(0.75, 1.0), 2)
+
+
+class Poller:
+    def __init__(
+        self,
+        make_bot: Callable[[], Bot],
+        identity: BotIdentity,
+        intake: Intake,
+        report: Report,
+        on_inbound: Callable[[], None],
+        settings: PollingSettings,
+    ) -> None:
+        self._make_bot = make_bot
+        self._identity = identity
+        self._intake = intake
+        self._report = report
+        self._on_inbound = on_inbound
+        self.settings = settings
+        self.offset: int | None = None
+        """The next update id wanted; every id below it is in the gateway's inbox."""
+        self._confirmed: int | None = None
+        """The offset Telegram last saw (updates below it will not come again)."""
+        self._last_success = time.monotonic()
+        self._last_error = ""
+        self._failures = 0
+        self._restarts = 0
+        self._conflict = False
+        self._healthy = False
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._supervise(), name="telegram-polling")
+
+    async def stop(self) -> None:
+        """Stop polling and tell Telegram which updates are done, so a restart does not fetch them again."""
+        if self._task is None:
+            return
+        task, self._task = self._task, None
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        if self.offset is not None and self.offset != self._confirmed:
+            await self._confirm(self.offset)
+
+    # --- supervision -------------------------------------------------------------------------
+    async def _supervise(self) -> None:
+        while True:
+            bot = self._make_bot()
+            self._last_success = time.monotonic()
+            poll = asyncio.create_task(self._poll(bot), name="telegram-getupdates")
+            try:
+                await self._watch(poll)
+            finally:
+                poll.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await poll
+                await bot.session.close()
+            self._restarts += 1
+            silent = time.monotonic() - self._last_success
+            delay = self.settings.backoff(self._restarts)
+            last_error = f" (last error: {self._last_error})" if self._last_error else ""
+            log.warning("telegram.polling.stalled", silent_s=round(silent, 1), restarts=self._restarts,
+                        retry_in_s=delay, last_error=self._last_error or None,
+                        hint="no getUpdates answer in time; polling restarts on a new connection")  # fmt: skip
+            self._healthy = False
+            self._report(
+                AdapterState.DEGRADED,
+                f"getUpdates made no progress for {silent:.0f} s{last_error}; polling restarted on a new "
+                f"connection ({self._restarts} time(s)), next attempt in {delay:g} s",
+            )
+            await asyncio.sleep(delay)
+
+    async def _watch(self, poll: asyncio.Task[None]) -> None:
+        """Return when polling has made no progress for too long (a 409 is handled by the loop itself)."""
+        every = min(1.0, self.settings.stall_timeout / 4)
+        while True:
+            await asyncio.wait({poll}, timeout=every)
+            if poll.done():
+                poll.result()
+                raise RuntimeError("the polling loop ended by itself")
+            if not self._conflict and time.monotonic() - self._last_success > self.settings.stall_timeout:
+                return
+
+    # --- the loop ----------------------------------------------------------------------------
+    async def _poll(self, bot: Bot) -> None:
+        while True:
+            updates = await self._get_updates(bot)
+            if updates is None:
+                continue
+            for update in updates:
+                if not await self._hand_over(update):
+                    break
+                self.offset = update.update_id + 1
+
+    async def _get_updates(self, bot: Bot) -> list[Update] | None:
+        timeout = self.settings.poll_timeout
+        method = GetUpdates(offset=self.offset, timeout=timeout, allowed_updates=ALLOWED_UPDATES)
+        try:
+            updates = await bot(method, request_timeout=timeout + 15)
+        except TelegramConflictError as error:
+            await self._on_conflict(error)
+            return None
+        except TelegramUnauthorizedError as error:
+            await self._on_failure(error, AdapterState.FAILED, "Telegram rejected the bot token (401 Unauthorized); "
+                                   "set a valid token from @BotFather and restart")  # fmt: skip
+            return None
+        except (TelegramAPIError, ClientDecodeError) as error:
+            await self._on_failure(error, AdapterState.DEGRADED, f"getUpdates failed: {error}")
+            return None
+        self._on_progress()
+        return updates
+
+    async def _hand_over(self, update: Update) -> bool:
+        """Give one update to the intake; True once it is stored (or needs no storing)."""
+        try:
+            message = to_inbound(update, self._identity)
+        except Exception as error:  # noqa: BLE001 - one unreadable update must not block the rest forever
+            log.error("telegram.update.unreadable", update_id=update.update_id, error=str(error), exc_info=error,
+                      hint="the update is skipped; please report it with this log line")  # fmt: skip
+            return True
+        if message is None:
+            log.debug("telegram.update.skipped", update_id=update.update_id)
+            return True
+        try:
+            await self._intake(message)
+        except Exception as error:  # noqa: BLE001 - the update stays unconfirmed and is fetched again
+            self._failures += 1
+            delay = self.settings.backoff(self._failures)
+            log.error("telegram.intake.failed", update_id=update.update_id, error=str(error), retry_in_s=delay,
+                      exc_info=error)  # fmt: skip
+            self._healthy = False
+            self._report(AdapterState.DEGRADED, f"could not store incoming update {update.update_id} ({error}); "
+                         f"retrying in {delay:g} s")  # fmt: skip
+            await asyncio.sleep(delay)
+            return False
+        self._on_inbound()
+        return True
+
+    # --- outcomes ----------------------------------------------------------------------------
+    def _on_progress(self) -> None:
+        self._last_success = time.monotonic()
+        self._confirmed = self.offset
+        if self._healthy:
+            return
+        if self._failures or self._restarts or self._conflict:
+            log.info("telegram.polling.recovered", failures=self._failures, restarts=self._restarts,
+                     after_conflict=self._conflict)  # fmt: skip
+        self._failures = self._restarts = 0
+        self._conflict, self._healthy, self._last_error = False, True, ""
+        self._report(AdapterState.RUNNING, f"long polling (getUpdates timeout {self.settings.poll_timeout} s)")
+
+    async def _on_conflict(self, error: TelegramConflictError) -> None:
+        delay = self.settings.conflict_retry
+        if "webhook" in error.message.lower():
+            detail = ("Telegram refuses getUpdates because a webhook is set for this bot token (409 Conflict): "
+                      "another instance runs in webhook mode; stop it or switch this one to mode: webhook")  # fmt: skip
+        else:
+            detail = ("another process is polling this bot token (409 Conflict from getUpdates): stop the other "
+                      "instance (or give it its own bot token); only one poller per token receives messages")  # fmt: skip
+        log.error("telegram.polling.conflict", telegram=error.message, retry_in_s=delay, hint=detail)
+        self._conflict, self._healthy, self._last_error = True, False, error.message
+        self._report(AdapterState.FAILED, f"{detail}; retrying every {delay:g} s")
+        await asyncio.sleep(delay)
+
+    async def _on_failure(self, error: Exception, state: AdapterState, detail: str) -> None:
+        self._failures += 1
+        delay = self.settings.retry_max if state is AdapterState.FAILED else self.settings.backoff(self._failures)
+        self._last_error = str(error)
+        log.warning("telegram.polling.error", error=str(error), failures=self._failures, retry_in_s=delay)
+        self._healthy = False
+        self._report(state, f"{detail}; retrying in {delay:g} s")
+        await asyncio.sleep(delay)
+
+    async def _confirm(self, offset: int) -> None:
+        bot = self._make_bot()
+        try:
+            await asyncio.wait_for(bot(GetUpdates(offset=offset, timeout=0, limit=1), request_timeout=5), 6)
+            self._confirmed = offset
+        except (TelegramAPIError, ClientDecodeError, TimeoutError) as error:
+            log.debug("telegram.polling.confirm_failed", offset=offset, error=str(error))
+        finally:
+            await bot.session.close()

@@ -1,0 +1,130 @@
+"""Sending, editing and "typing...", with Telegram's errors turned into the gateway's delivery errors.
+
+Every call is made exactly once: aiogram's session does not retry, and
+retrying (after ``retry_after``, with backoff, as plain text) is the
+gateway's decision, driven by the error class raised here.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from aiogram import Bot
+from aiogram.enums import ChatAction, ParseMode
+from aiogram.exceptions import (
+    ClientDecodeError,
+    TelegramAPIError,
+    TelegramBadRequest,
+    TelegramEntityTooLarge,
+    TelegramForbiddenError,
+    TelegramMigrateToChat,
+    TelegramNetworkError,
+    TelegramNotFound,
+    TelegramRetryAfter,
+    TelegramServerError,
+    TelegramUnauthorizedError,
+)
+from aiogram.methods import EditMessageText, SendChatAction, SendMessage, TelegramMethod
+from aiogram.types import ReplyParameters
+
+from adapters.base import (
+    DeliveryError,
+    MarkupRejected,
+    RateLimited,
+    RecipientUnavailable,
+    TransientDeliveryError,
+)
+from gateway.events import Markup, OutboundMessage
+
+T = TypeVar("T")
+
+SEND_TIMEOUT = 30
+"""Seconds one send may take before it counts as a network failure."""
+GONE = ("chat not found", "user is deactivated", "group chat was deactivated", "message thread not found",
+        "topic_closed", "topic_deleted", "not enough rights", "have no rights", "chat_write_forbidden")  # fmt: skip
+
+
+class Sender:
+    def __init__(self, bot: Bot) -> None:
+        self._bot = bot
+
+    async def send(self, message: OutboundMessage) -> str:
+        method = SendMessage(
+            chat_id=chat_ref(message.chat_id),
+            text=message.text,
+            parse_mode=_parse_mode(message.markup),
+            message_thread_id=_thread(message.thread_id),
+            reply_parameters=(
+                ReplyParameters(message_id=int(message.reply_to), allow_sending_without_reply=True)
+                if message.reply_to else None
+            ),
+        )  # fmt: skip
+        sent = await self._call(method)
+        return str(sent.message_id)
+
+    async def edit(self, chat_id: str, message_id: str, text: str, markup: Markup) -> None:
+        method = EditMessageText(
+            chat_id=chat_ref(chat_id), message_id=int(message_id), text=text, parse_mode=_parse_mode(markup),
+        )  # fmt: skip
+        try:
+            await self._call(method)
+        except DeliveryError as error:
+            if "message is not modified" not in str(error):
+                raise
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        await self._call(
+            SendChatAction(chat_id=chat_ref(chat_id), action=ChatAction.TYPING, message_thread_id=_thread(thread_id))
+        )
+
+    async def _call(self, method: TelegramMethod[T]) -> T:
+        try:
+            return await self._bot(method, request_timeout=SEND_TIMEOUT)
+        except (TelegramAPIError, ClientDecodeError) as error:
+            raise delivery_error(error) from error
+
+
+def delivery_error(error: TelegramAPIError | ClientDecodeError) -> DeliveryError:
+    """The gateway's delivery error for one of aiogram's, keeping Telegram's own description."""
+    if isinstance(error, ClientDecodeError):
+        return TransientDeliveryError(f"Telegram answered something that is not the Bot API: {error}")
+    if isinstance(error, TelegramRetryAfter):
+        return RateLimited(float(error.retry_after), f"Telegram flood control: {error.message}")
+    if isinstance(error, TelegramMigrateToChat):
+        return RecipientUnavailable(
+            f"the group became supergroup {error.migrate_to_chat_id}; messages to the old id are refused"
+        )
+    if isinstance(error, TelegramBadRequest):
+        return _bad_request(error)
+    if isinstance(error, TelegramForbiddenError):
+        return RecipientUnavailable(f"Telegram refused: {error.message}")
+    if isinstance(error, TelegramEntityTooLarge):
+        return DeliveryError(f"Telegram refused the request as too large: {error.message}")
+    if isinstance(error, TelegramNotFound | TelegramUnauthorizedError):
+        return DeliveryError(f"Telegram refused the bot ({error.message}): check the token and api_base_url")
+    if isinstance(error, TelegramNetworkError | TelegramServerError):
+        return TransientDeliveryError(f"Telegram unreachable or failing: {error.message}")
+    return DeliveryError(f"Telegram refused the request: {error.message}")
+
+
+def _bad_request(error: TelegramBadRequest) -> DeliveryError:
+    text = error.message.lower()
+    if "can't parse entities" in text or "can't find end tag" in text or "unsupported start tag" in text:
+        return MarkupRejected(f"Telegram could not parse the HTML: {error.message}")
+    if any(marker in text for marker in GONE):
+        return RecipientUnavailable(f"Telegram refused: {error.message}")
+    return DeliveryError(f"Telegram refused the message: {error.message}")
+
+
+def chat_ref(chat_id: str) -> int | str:
+    """Numeric chat ids go as numbers; ``@channelname`` stays text."""
+    return int(chat_id) if chat_id.lstrip("-").isdigit() else chat_id
+
+
+def _thread(thread_id: str | None) -> int | None:
+    return int(thread_id) if thread_id else None
+
+
+def _parse_mode(markup: Markup) -> str | None:
+    return ParseMode.HTML if markup is Markup.TELEGRAM_HTML else None
+

@@ -1,0 +1,97 @@
+"""Webhook mode: Telegram POSTs each update to our HTTP server.
+
+A request must carry the configured secret in ``X-Telegram-Bot-Api-Secret-Token``
+(Telegram sends what ``setWebhook(secret_token=...)`` registered); anything
+else gets 403 and a log line. An accepted update is answered 200 only after
+the gateway's intake stored it, so when storing fails Telegram delivers the
+update again later instead of losing it.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+
+import structlog
+from aiogram import Bot
+from aiogram.types import Update
+from aiohttp import web
+from pydantic import ValidationError
+
+from adapters.base import Intake
+
+from .convert import BotIdentity, to_inbound
+
+log = structlog.get_logger(__name__)
+
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+
+class WebhookServer:
+    def __init__(
+        self,
+        bot: Bot,
+        identity: BotIdentity,
+        intake: Intake,
+        *,
+        secret: str,
+        path: str,
+        host: str,
+        port: int,
+        on_inbound: Callable[[], None],
+    ) -> None:
+        self._bot = bot
+        self._identity = identity
+        self._intake = intake
+        self._secret = secret.encode()
+        self._path = path or "/"
+        self._host = host
+        self._port = port
+        self._on_inbound = on_inbound
+        self._runner: web.AppRunner | None = None
+        self.bound_port: int | None = None
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=4 * 1024 * 1024)
+        app.router.add_post(self._path, self._receive)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port)
+        try:
+            await site.start()
+        except OSError as error:
+            await self._runner.cleanup()
+            raise OSError(
+                f"the Telegram webhook server cannot listen on {self._host}:{self._port} ({error}); "
+                "free the port or change platforms.telegram.webhook_listen"
+            ) from error
+        self.bound_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    async def _receive(self, request: web.Request) -> web.Response:
+        presented = request.headers.get(SECRET_HEADER, "").encode()
+        if not hmac.compare_digest(presented, self._secret):
+            log.warning("telegram.webhook.rejected", remote=request.remote, path=request.path,
+                        reason="missing secret header" if not presented else "wrong secret header",
+                        hint="only Telegram, with the secret given to setWebhook, may post here")  # fmt: skip
+            return web.Response(status=403, text="forbidden")
+        try:
+            update = Update.model_validate(await request.json(), context={"bot": self._bot})
+        except (ValueError, ValidationError) as error:
+            log.warning("telegram.webhook.bad_request", remote=request.remote, error=str(error)[:300])
+            return web.Response(status=400, text="not a Telegram update")
+        message = to_inbound(update, self._identity)
+        if message is None:
+            return web.Response(status=200)
+        try:
+            await self._intake(message)
+        except Exception as error:  # noqa: BLE001 - a non-200 answer makes Telegram send the update again
+            log.error("telegram.intake.failed", update_id=update.update_id, error=str(error), exc_info=error,
+                      hint="Telegram will deliver this update again")  # fmt: skip
+            return web.Response(status=503, text="try again")
+        self._on_inbound()
+        return web.Response(status=200)

@@ -1,0 +1,129 @@
+"""Second tier: a DM round trip against the public npm emulator ``telegram-test-api@4.2.1``.
+
+It is installed on first use into ``.cache/npm-telegram-test-api`` (gitignored)
+and started from the test; without node/npm, or when the install fails, the
+test is skipped with the reason. That emulator needs two shims, which live
+here as an aiogram session middleware and never in the adapter: its getMe
+lacks ``is_bot`` (aiogram refuses the answer), and its getUpdates answers at
+once even with a timeout (a busy loop), so an empty answer is slowed down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sqlite3
+import subprocess
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiogram import Bot
+from aiogram.methods import GetMe, GetUpdates
+from aiogram.types import User as TgUser
+
+from adapters.telegram import TelegramAdapter
+from tests.adapters.telegram.conftest import HANG_GUARD, StartTelegram
+from tests.adapters.telegram.test_webhook import free_port
+from tests.fakes.model_server import ModelServer, Text
+from tests.gateway.processes import REPO
+
+pytestmark = pytest.mark.tier2
+
+VERSION = "4.2.1"
+CACHE = REPO / ".cache" / "npm-telegram-test-api"
+TOKEN = "424242:npm-emulator-token"
+START_SCRIPT = """
+const TelegramServer = require('telegram-test-api');
+const server = new TelegramServer({port: Number(process.env.PORT), host: '127.0.0.1', storeTimeout: 600});
+server.start().then(() => console.log('listening'));
+"""
+
+
+def installed_package() -> Path:
+    """The emulator's folder, installing it on first use; skips the test when that is not possible."""
+    package = CACHE / "node_modules" / "telegram-test-api"
+    manifest = package / "package.json"
+    if manifest.exists() and json.loads(manifest.read_text())["version"] == VERSION:
+        return package
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are needed for the telegram-test-api conformance test")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", f"telegram-test-api@{VERSION}"],
+            cwd=CACHE, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as error:
+        pytest.skip(f"npm install telegram-test-api@{VERSION} failed: {error}")
+    if done.returncode != 0 or not manifest.exists():
+        pytest.skip(f"npm install telegram-test-api@{VERSION} failed: {done.stderr.strip()[-500:]}")
+    return package
+
+
+async def shim(make_request: Any, bot: Bot, method: Any) -> Any:
+    """Fill in what telegram-test-api lacks (see the module docstring)."""
+    if isinstance(method, GetMe):
+        return TgUser(id=bot.id, is_bot=True, first_name="Switchboard", username="switchboard_npm_bot")
+    result = await make_request(bot, method)
+    if isinstance(method, GetUpdates) and not result:
+        await asyncio.sleep(0.2)
+    return result
+
+
+def with_shims(adapter: TelegramAdapter) -> None:
+    plain = adapter.new_bot
+
+    def new_bot() -> Bot:
+        bot = plain()
+        bot.session.middleware(shim)
+        return bot
+
+    adapter.new_bot = new_bot  # type: ignore[method-assign]
+
+
+async def test_dm_round_trip_against_telegram_test_api(start_telegram: StartTelegram, model_server: ModelServer) -> None:
+    package = installed_package()
+    port = free_port()
+    (CACHE / "start.js").write_text(START_SCRIPT, encoding="utf-8")
+    node = await asyncio.create_subprocess_exec(
+        "node", str(CACHE / "start.js"), cwd=package.parent.parent, env={"PORT": str(port), "PATH": "/usr/bin:/bin"},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    run = None
+    try:
+        assert node.stdout is not None
+        line = await asyncio.wait_for(node.stdout.readline(), HANG_GUARD)
+        assert b"listening" in line, line
+        base = f"http://127.0.0.1:{port}"
+        model_server.responder = lambda record: Text("npm says: " + record.last_user_text)
+        run = await start_telegram(
+            telegram={"token": TOKEN, "api_base_url": base, "allowed_users": ["777"]}, tune=with_shims
+        )
+
+        user_message = {
+            "botToken": TOKEN, "date": 1_700_000_000, "text": "hello npm",
+            "from": {"id": 777, "first_name": "Nia", "username": "nia", "is_bot": False},
+            "chat": {"id": 777, "first_name": "Nia", "username": "nia", "type": "private"},
+        }  # fmt: skip
+        async with aiohttp.ClientSession() as http:
+            async with http.post(f"{base}/sendMessage", json=user_message) as response:
+                assert response.status == 200
+            history: list[Any] = []
+            for _ in range(int(HANG_GUARD / 0.1)):
+                async with http.post(f"{base}/getUpdatesHistory", json={"token": TOKEN}) as response:
+                    history = (await response.json())["result"]
+                if "npm says: hello npm" in json.dumps(history) and not await run.store.outbox_pending():
+                    break
+                await asyncio.sleep(0.1)
+        assert json.dumps(history).count("npm says: hello npm") == 1
+        with closing(sqlite3.connect(run.loaded.db_path)) as db:
+            assert db.execute("SELECT status FROM outbox").fetchall() == [("sent",)]
+    finally:
+        if run is not None:
+            await run.gateway.shutdown()
+        node.kill()
+        await node.wait()

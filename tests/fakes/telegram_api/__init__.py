@@ -1,0 +1,20 @@
+"""A local Telegram Bot API server for tests (see :mod:`.server`), runnable in-process or as
+``python -m tests.fakes.telegram_api --port N``."""
+
+from .builders import Chat, User, text_mention
+from .html_check import ParseError, parse_html, utf16_length
+from .server import BotMessage, Call, TelegramAPI
+from .wire import Failure
+
+__all__ = (
+    "BotMessage",
+    "Call",
+    "Chat",
+    "Failure",
+    "ParseError",
+    "TelegramAPI",
+    "User",
+    "parse_html",
+    "text_mention",
+    "utf16_length",
+)

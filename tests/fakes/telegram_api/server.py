@@ -1,0 +1,329 @@
+"""A local Telegram Bot API server for tests: real long polling, real webhooks, real error answers.
+
+Point aiogram at it with
+``Bot(token, session=AiohttpSession(api=TelegramAPIServer.from_base(api.base_url)))``.
+URLs are ``{base}/bot{token}/{method}``; parameters may come as a query, a
+form or JSON. What it keeps is what Telegram keeps across a bot's crash: the
+updates not yet confirmed (``getUpdates`` with ``offset=N`` confirms every
+update below ``N``) and every message the bot sent.
+
+The test side (see :mod:`.users` for injecting user messages):
+
+* :attr:`TelegramAPI.sent` - the bot's messages in the order accepted;
+  :meth:`TelegramAPI.wait_sent` waits for them.
+* :attr:`TelegramAPI.calls` - every request, with its parameters and time.
+* :meth:`TelegramAPI.fail` - scripted error answers per method (429 with
+  ``retry_after``, 5xx, a markup the server "cannot parse").
+* :attr:`TelegramAPI.conflict` - answer ``getUpdates`` with 409, as when a
+  second instance polls the same token; :meth:`TelegramAPI.stall` - hold
+  ``getUpdates`` requests open without answering until :meth:`unstall`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from .builders import Chat, User
+from .html_check import ParseError, parse_html, utf16_length
+from .users import UserSide
+from .wire import Failure, as_bool, as_int, as_json, error, failure, ok, read_params
+
+MAX_LENGTH = 4096
+CONFLICT_POLLING = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"
+CONFLICT_WEBHOOK = "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"
+NOT_MODIFIED = (
+    "Bad Request: message is not modified: specified new message content and reply markup are exactly the same "
+    "as a current content and reply markup of the message"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    method: str
+    params: dict[str, Any]
+    at: float
+    """time.monotonic() when the request arrived."""
+    client_port: int
+    """The caller's TCP port: a new value means a new connection."""
+
+
+@dataclass(slots=True)
+class BotMessage:
+    chat_id: int
+    message_id: int
+    text: str
+    parse_mode: str | None
+    visible: str
+    """What the user sees: the text with the markup applied."""
+    thread_id: int | None
+    reply_to: int | None
+    at: float
+    edits: list[str] = field(default_factory=list)
+
+
+class TelegramAPI(UserSide):
+    def __init__(self, token: str = "123456789:TEST-token", host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__()
+        self.token = token
+        self.host = host
+        self.port = port
+        self.bot = User(id=int(token.split(":")[0]), first_name="Switchboard", username="switchboard_test_bot", is_bot=True)
+        self.sent: list[BotMessage] = []
+        self.calls: list[Call] = []
+        self.actions: list[tuple[int, str, int | None]] = []
+        self.webhook: dict[str, Any] | None = None
+        self.webhook_deliveries: list[tuple[int, int]] = []
+        """(update_id, HTTP status) for every webhook POST made."""
+        self.conflict = False
+        self.blocked: set[int] = set()
+        self._failures: dict[str, list[Failure]] = {}
+        self._poll_generation = itertools.count(1)
+        self._current_poll = 0
+        self._unstalled = asyncio.Event()
+        self._unstalled.set()
+        self._closing = False
+        self._runner: web.AppRunner | None = None
+        self._pusher: asyncio.Task[None] | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        self.add_control_routes(app)
+        self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._pusher = asyncio.create_task(self._push_webhooks(), name="fake-telegram-webhook")
+
+    async def stop(self) -> None:
+        self._closing = True
+        self._unstalled.set()
+        async with self.changed:
+            self.changed.notify_all()
+        if self._pusher is not None:
+            self._pusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pusher
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # --- test controls -----------------------------------------------------------------------
+    def fail(self, method: str, *failures: Failure) -> None:
+        """Answer the next calls of ``method`` with these errors, one each, in order."""
+        self._failures.setdefault(method, []).extend(failures)
+
+    def stall(self) -> None:
+        self._unstalled.clear()
+
+    def unstall(self) -> None:
+        self._unstalled.set()
+
+    def calls_to(self, method: str) -> list[Call]:
+        return [call for call in self.calls if call.method == method]
+
+    def sent_to(self, chat_id: int) -> list[BotMessage]:
+        return [message for message in self.sent if message.chat_id == chat_id]
+
+    async def wait_sent(self, count: int, *, where: Callable[[BotMessage], bool] = lambda m: True,
+                        timeout: float = 60.0) -> list[BotMessage]:  # fmt: skip
+        """Wait until ``count`` bot messages match ``where`` (the timeout only stops a hang)."""
+        async with self.changed:
+            await asyncio.wait_for(self.changed.wait_for(lambda: len([m for m in self.sent if where(m)]) >= count), timeout)
+        return [m for m in self.sent if where(m)]
+
+    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 60.0) -> None:
+        async with self.changed:
+            await asyncio.wait_for(self.changed.wait_for(predicate), timeout)
+
+    # --- the Bot API -------------------------------------------------------------------------
+    async def _handle(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params = await read_params(request)
+        async with self.changed:
+            peer = request.transport.get_extra_info("peername") if request.transport else None
+            self.calls.append(Call(method, params, time.monotonic(), peer[1] if peer else 0))
+            self.changed.notify_all()
+        if request.match_info["token"] != self.token:
+            return error(401, "Unauthorized")
+        scripted = self._failures.get(method)
+        if scripted:
+            return failure(scripted.pop(0))
+        handler = getattr(self, f"_api_{method.lower()}", None)
+        if handler is None:
+            return error(404, "Not Found: method not found")
+        return await handler(params)
+
+    async def _api_getme(self, params: dict[str, Any]) -> web.Response:
+        return ok({**self.bot.to_json(), "can_join_groups": True, "can_read_all_group_messages": False,
+                   "supports_inline_queries": False})  # fmt: skip
+
+    async def _api_getupdates(self, params: dict[str, Any]) -> web.Response:
+        if self.conflict:
+            return error(409, CONFLICT_POLLING)
+        if self.webhook is not None:
+            return error(409, CONFLICT_WEBHOOK)
+        offset, limit = as_int(params.get("offset")), as_int(params.get("limit")) or 100
+        timeout = min(float(params.get("timeout") or 0), 50.0)
+        mine = self._current_poll = next(self._poll_generation)
+        async with self.changed:
+            if offset is not None:
+                self.acknowledge_below(offset)
+        await self._unstalled.wait()
+        async with self.changed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self.changed.wait_for(lambda: bool(self.updates) or self._current_poll != mine or self._closing),
+                    timeout,
+                )
+            if self._current_poll != mine:
+                return error(409, CONFLICT_POLLING)
+            return ok(list(self.updates[:limit]))
+
+    async def _api_deletewebhook(self, params: dict[str, Any]) -> web.Response:
+        async with self.changed:
+            self.webhook = None
+            if as_bool(params.get("drop_pending_updates")):
+                self.updates.clear()
+            self.changed.notify_all()
+        return ok(True)
+
+    async def _api_setwebhook(self, params: dict[str, Any]) -> web.Response:
+        if not params.get("url"):
+            return error(400, "Bad Request: bad webhook: An HTTPS URL must be provided for webhook")
+        async with self.changed:
+            self.webhook = {"url": params["url"], "secret_token": params.get("secret_token"),
+                            "allowed_updates": as_json(params.get("allowed_updates"))}  # fmt: skip
+            if as_bool(params.get("drop_pending_updates")):
+                self.updates.clear()
+            self.changed.notify_all()
+        return ok(True)
+
+    async def _api_getwebhookinfo(self, params: dict[str, Any]) -> web.Response:
+        url = self.webhook["url"] if self.webhook else ""
+        return ok({"url": url, "has_custom_certificate": False, "pending_update_count": len(self.updates)})
+
+    async def _api_sendchataction(self, params: dict[str, Any]) -> web.Response:
+        chat = self.chats.get(as_int(params.get("chat_id")) or 0)
+        if chat is None:
+            return error(400, "Bad Request: chat not found")
+        async with self.changed:
+            self.actions.append((chat.id, str(params.get("action")), as_int(params.get("message_thread_id"))))
+            self.changed.notify_all()
+        return ok(True)
+
+    async def _api_sendmessage(self, params: dict[str, Any]) -> web.Response:
+        chat = self.chats.get(as_int(params.get("chat_id")) or 0)
+        if chat is None:
+            return error(400, "Bad Request: chat not found")
+        if chat.id in self.blocked:
+            return error(403, "Forbidden: bot was blocked by the user")
+        text, parse_mode = str(params.get("text") or ""), params.get("parse_mode") or None
+        visible, problem = _render(text, parse_mode)
+        if problem:
+            return problem
+        thread_id = as_int(params.get("message_thread_id"))
+        if thread_id is not None and thread_id not in chat.topics:
+            return error(400, "Bad Request: message thread not found")
+        reply_to = self._reply_target(chat, params)
+        if reply_to == -1:
+            return error(400, "Bad Request: message to be replied not found")
+        async with self.changed:
+            message = BotMessage(chat.id, self.next_message_id(chat.id), text, parse_mode, visible, thread_id,
+                                 reply_to, time.monotonic())  # fmt: skip
+            self.sent.append(message)
+            self.changed.notify_all()
+        return ok(self._message_json(chat, message))
+
+    async def _api_editmessagetext(self, params: dict[str, Any]) -> web.Response:
+        chat_id, message_id = as_int(params.get("chat_id")), as_int(params.get("message_id"))
+        found = next((m for m in self.sent if m.chat_id == chat_id and m.message_id == message_id), None)
+        if found is None:
+            return error(400, "Bad Request: message to edit not found")
+        text, parse_mode = str(params.get("text") or ""), params.get("parse_mode") or None
+        visible, problem = _render(text, parse_mode)
+        if problem:
+            return problem
+        if _appearance(text, parse_mode, visible) == _appearance(found.text, found.parse_mode, found.visible):
+            return error(400, NOT_MODIFIED)
+        async with self.changed:
+            found.edits.append(text)
+            found.text, found.parse_mode, found.visible = text, parse_mode, visible
+            self.changed.notify_all()
+        return ok({**self._message_json(self.chats[found.chat_id], found), "edit_date": int(time.time())})
+
+    def _reply_target(self, chat: Chat, params: dict[str, Any]) -> int | None:
+        """The message id replied to, None for no reply, -1 for a missing one that must exist."""
+        reply = as_json(params.get("reply_parameters"))
+        if isinstance(reply, dict):
+            target, lenient = as_int(reply.get("message_id")), as_bool(reply.get("allow_sending_without_reply"))
+        else:
+            target, lenient = as_int(params.get("reply_to_message_id")), False
+        if target is None or (chat.id, target) in self.message_ids:
+            return target
+        return None if lenient else -1
+
+    def _message_json(self, chat: Chat, message: BotMessage) -> dict[str, Any]:
+        data: dict[str, Any] = {"message_id": message.message_id, "date": int(time.time()), "chat": chat.to_json(),
+                                "from": self.bot.to_json(), "text": message.visible}  # fmt: skip
+        if message.thread_id is not None:
+            data.update(message_thread_id=message.thread_id, is_topic_message=True)
+        return data
+
+    # --- webhook delivery --------------------------------------------------------------------
+    async def _push_webhooks(self) -> None:
+        """Like Telegram: POST pending updates to the webhook in order; an update stays until answered 200."""
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+            while True:
+                async with self.changed:
+                    await self.changed.wait_for(lambda: self.webhook is not None and bool(self.updates))
+                    hook, update = dict(self.webhook or {}), self.updates[0]
+                headers = {"X-Telegram-Bot-Api-Secret-Token": hook["secret_token"]} if hook.get("secret_token") else {}
+                try:
+                    async with session.post(hook["url"], json=update, headers=headers) as response:
+                        status = response.status
+                except (aiohttp.ClientError, TimeoutError):
+                    status = 0
+                async with self.changed:
+                    self.webhook_deliveries.append((update["update_id"], status))
+                    if status == 200:
+                        self.acknowledge_below(update["update_id"] + 1)
+                    self.changed.notify_all()
+                if status != 200:
+                    await asyncio.sleep(0.2)
+
+
+def _appearance(text: str, parse_mode: str | None, visible: str) -> tuple[str, str]:
+    """What decides "not modified": the visible text and its formatting (none without a parse mode)."""
+    return visible, text if parse_mode else visible
+
+
+def _render(text: str, parse_mode: str | None) -> tuple[str, web.Response | None]:
+    """The visible text, or Telegram's error answer for bad markup, an empty or a too long text."""
+    if not text.strip():
+        return "", error(400, "Bad Request: message text is empty")
+    visible = text
+    if parse_mode is not None:
+        if parse_mode.upper() != "HTML":
+            return "", error(400, f"Bad Request: unsupported parse_mode {parse_mode!r} in this emulator")
+        try:
+            visible = parse_html(text)
+        except ParseError as problem:
+            return "", error(400, f"Bad Request: can't parse entities: {problem}")
+    if utf16_length(visible) > MAX_LENGTH:
+        return "", error(400, "Bad Request: message is too long")
+    return visible, None
