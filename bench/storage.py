@@ -6,6 +6,8 @@
    raw sqlite3: 1,000 sessions of 100 messages (100k messages, quick mode
    too; rows of concurrent sessions interleave on disk as they would in real
    use), ~5 % of them Chinese, plus a few planted rare words to look for.
+   Then the store's substring vocabulary is brought up to date
+   (``vocabulary_build_s``), as the background indexer would have done.
 2. Floor: raw ``sqlite3`` inserts the workload's rows into a copy of that
    database, same schema (triggers and full-text index included), same
    pragmas as the store's writer (WAL, ``synchronous=normal``), 100 rows per
@@ -18,8 +20,15 @@
    durable commit. The store also merges the index in bounded slices.
    Floor and store alternate for ``ROUNDS`` rounds on fresh copies; rates and
    their ratio are medians, latencies are over every append of every round.
+   Each round also runs the store with its background word indexer off
+   (``appends_no_indexer_per_s``; ``word_indexer_cost_pct`` is the median of
+   the per-round slowdowns) and reports how many messages the indexer had left
+   to read when the appends ended (``word_index_lag_rows``, worst round).
 4. Reads on the last store: search p50 for a rare word and for 2- and
-   3-character CJK words (5 hits each); ``history_load_us`` is loading a
+   3-character CJK words (5 hits each); ``search_substring_p50_ms`` for the
+   inside of a rare word ("q003x" of "zq003xv": found through the vocabulary),
+   ``search_substring_tail_p50_ms`` for the same right after 1,000 appends the
+   indexer has not read yet (the bounded scan); ``history_load_us`` is loading a
    100-message session the process has loaded before (the steady state of a
    conversation: the cached history is checked against the database with one
    index probe), ``history_load_cold_us`` the first load of a session.
@@ -175,6 +184,27 @@ def preload(path: Path, corpus: Corpus, sessions: int, per_session: int, plant: 
     return planted
 
 
+async def build_vocabulary(path: Path) -> tuple[float, int]:
+    """Bring the substring vocabulary up to date; returns (seconds, words)."""
+    store = await Store.open(path, word_index_interval=None)
+    try:
+        started = time.perf_counter()
+        await store.index_words()
+        elapsed = time.perf_counter() - started
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as conn:
+        words = conn.execute("SELECT COUNT(*) FROM search_words").fetchone()[0]
+    return elapsed, words
+
+
+def _index_lag(path: Path) -> int:
+    """Messages the word indexer has not read yet."""
+    with sqlite3.connect(path) as conn:
+        row = conn.execute("SELECT (SELECT MAX(id) FROM messages) - words_through FROM search_progress").fetchone()
+    return int(row[0])
+
+
 def _planted_words(rng: random.Random, count: int) -> dict[str, list[str]]:
     rare_han = "鑫龘齉靐麤饕餮魑魅魍魉彧犇淼焱垚鱻骉羴赑"
     pairs = [a + b for a in rare_han for b in rare_han if a != b]
@@ -230,9 +260,11 @@ def floor(path: Path, workload: list[list[NewMessage]], *, bulk: bool = True) ->
     return len(rows) / elapsed
 
 
-async def appends(path: Path, workload: list[list[NewMessage]]) -> tuple[float, list[float], Store]:
+async def appends(
+    path: Path, workload: list[list[NewMessage]], *, indexer: bool = True
+) -> tuple[float, list[float], Store]:
     """Store messages/s and per-call latencies (s); 100 sessions appending concurrently."""
-    store = await Store.open(path, synchronous="normal")
+    store = await Store.open(path, synchronous="normal", **({} if indexer else {"word_index_interval": None}))
     sessions = [
         await store.create_session(session_key=f"bench:{s}", platform="telegram", chat_id=str(s))
         for s in range(len(workload))
@@ -296,23 +328,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         started = time.perf_counter()
         planted = preload(base, corpus, PRELOAD_SESSIONS, PRELOAD_PER_SESSION, plant=10 if args.quick else 20)
         say(f"preloaded {PRELOAD_SESSIONS * PRELOAD_PER_SESSION:,} messages in {time.perf_counter() - started:.1f} s")
+        vocabulary_s, vocabulary_words = asyncio.run(build_vocabulary(base))
+        say(f"substring vocabulary: {vocabulary_words:,} words in {vocabulary_s:.1f} s")
         workload = [corpus.messages(per_session, start=10_000_000 + s * per_session) for s in range(SESSIONS)]
         gc.collect()
         gc.freeze()  # the harness's own data (corpus, workload) stays out of the collector's scans
         rounds: list[tuple[float, float, list[float]]] = []
+        unindexed: list[float] = []
+        unindexed_latencies: list[float] = []
+        lags: list[int] = []
         for index in range(ROUNDS):
             floor_db, store_db = Path(tmp) / f"floor{index}.db", Path(tmp) / f"store{index}.db"
-            shutil.copyfile(base, floor_db)
-            shutil.copyfile(base, store_db)
+            bare_db = Path(tmp) / f"bare{index}.db"
+            for copy in (floor_db, store_db, bare_db):
+                shutil.copyfile(base, copy)
             raw_rate = floor(floor_db, workload)
-            rate, latencies = asyncio.run(_append_round(store_db, workload))
-            say(f"round {index + 1}: floor {raw_rate:,.0f} rows/s, store {rate:,.0f} messages/s")
+            rate, latencies, lag = asyncio.run(_append_round(store_db, workload))
+            bare_rate, bare_latencies, _ = asyncio.run(_append_round(bare_db, workload, indexer=False))
+            say(f"round {index + 1}: floor {raw_rate:,.0f} rows/s, store {rate:,.0f} messages/s "
+                f"(indexer off: {bare_rate:,.0f}; left to index: {lag:,})")  # fmt: skip
             rounds.append((raw_rate, rate, latencies))
+            unindexed.append(bare_rate)
+            unindexed_latencies += bare_latencies
+            lags.append(lag)
             floor_db.unlink()
+            bare_db.unlink()
         many_db = Path(tmp) / "many.db"
         shutil.copyfile(base, many_db)
         many_rate = floor(many_db, workload, bulk=False)
-        results = asyncio.run(_read_phase(store_db, planted, quick=args.quick))
+        results = asyncio.run(_read_phase(store_db, planted, corpus, quick=args.quick))
     ratios = [rate / raw_rate for raw_rate, rate, _ in rounds]
     latencies = [sample for _, _, samples in rounds for sample in samples]
     sizes = [_message_bytes(message) for messages in workload for message in messages]
@@ -323,6 +367,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "append_p50_ms": percentile(latencies, 50) * 1000,
         "append_p99_ms": percentile(latencies, 99) * 1000,
         "append_max_ms": max(latencies) * 1000,
+        "appends_no_indexer_per_s": statistics.median(unindexed),
+        "word_indexer_cost_pct": statistics.median(
+            100 * (1 - rate / bare) for (_, rate, _), bare in zip(rounds, unindexed, strict=True)
+        ),
+        "append_p99_no_indexer_ms": percentile(unindexed_latencies, 99) * 1000,
+        "append_max_no_indexer_ms": max(unindexed_latencies) * 1000,
+        "word_index_lag_rows": max(lags),
+        "vocabulary_build_s": vocabulary_s,
+        "vocabulary_words": vocabulary_words,
         **results,
         "raw_executemany_per_s": many_rate,
         "rounds": ROUNDS,
@@ -339,20 +392,64 @@ def _message_bytes(message: NewMessage) -> int:
     return len(message.content.encode()) + len(calls.encode())
 
 
-async def _append_round(path: Path, workload: list[list[NewMessage]]) -> tuple[float, list[float]]:
-    rate, latencies, store = await appends(path, workload)
+async def _append_round(
+    path: Path, workload: list[list[NewMessage]], *, indexer: bool = True
+) -> tuple[float, list[float], int]:
+    rate, latencies, store = await appends(path, workload, indexer=indexer)
+    lag = await asyncio.to_thread(_index_lag, path)
     await store.close()
-    return rate, latencies
+    return rate, latencies, lag
 
 
-async def _read_phase(path: Path, planted: dict[str, list[str]], *, quick: bool) -> dict[str, float]:
+async def _read_phase(
+    path: Path, planted: dict[str, list[str]], corpus: Corpus, *, quick: bool
+) -> dict[str, float]:
+    repeat = 5 if quick else 20
     store = await Store.open(path)
     try:
-        results = await searches(store, planted, repeat=5 if quick else 20)
-        results.update(await history_loads(store, count=100 if quick else 300, repeat=5 if quick else 20))
+        await store.index_words()  # what the last round left, as the background indexer would
+        results = await searches(store, planted, repeat=repeat)
+        results["search_substring_p50_ms"] = await substring_searches(store, planted["rare"], repeat)
+        results.update(await history_loads(store, count=100 if quick else 300, repeat=repeat))
+    finally:
+        await store.close()
+    store = await Store.open(path, word_index_interval=None)
+    try:
+        results["search_substring_tail_p50_ms"] = await tail_searches(store, corpus, repeat)
     finally:
         await store.close()
     return results
+
+
+async def substring_searches(store: Store, words: list[str], repeat: int) -> float:
+    """Median ms to find the inside of planted rare words ("q003x" of "zq003xv", 5 messages each)."""
+    samples: list[float] = []
+    for word in words:
+        inside = word[1:-1]
+        hits = await store.search(inside)
+        if len(hits) != 5 or not all(word in hit.snippet for hit in hits):
+            raise RuntimeError(f"benchmark broken: {len(hits)} substring hits for {inside!r} (inside {word!r})")
+        samples += await timed(lambda w=inside: store.search(w), repeat)
+    return statistics.median(samples) * 1000
+
+
+async def tail_searches(store: Store, corpus: Corpus, repeat: int, tail: int = 1000) -> float:
+    """Median ms of a substring search right after ``tail`` appends the indexer has not read."""
+    session = await store.create_session(session_key="bench:tail", platform="telegram", chat_id="tail")
+    messages = corpus.messages(tail, start=20_000_000)
+    planted = [f"zt{index:03d}yw" for index in range(5)]
+    for index, word in enumerate(planted):
+        spot = index * (tail // len(planted))
+        messages[spot] = NewMessage("user", f"{messages[spot].content} {word}")
+    for first in range(0, tail, 100):
+        await store.append_messages(session.id, messages[first : first + 100])
+    samples: list[float] = []
+    for word in planted:
+        hits = await store.search(word[1:-1])
+        if len(hits) != 1:
+            raise RuntimeError(f"benchmark broken: {len(hits)} tail hits for {word[1:-1]!r}")
+        samples += await timed(lambda w=word[1:-1]: store.search(w), repeat)
+    return statistics.median(samples) * 1000
 
 
 if __name__ == "__main__":

@@ -6,6 +6,11 @@ queueing duplicates. A chunk keeps its rendered text, a plain-text fallback,
 the markup it is written in and what it replies to, so a delivery resumed
 after a restart sends exactly what was decided before. ``pending`` rows come back grouped by chat and in order
 within it, so a resumed delivery keeps each conversation's order.
+
+An edit rewrites a delivered row in place: :func:`edit` stores the new text
+and puts the row back to ``pending`` while it keeps its
+``platform_message_id``. Such a row reads as "edit pending": the sender edits
+that message instead of sending a new one, then marks the row sent again.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import aiosqlite
 
 from storage.records import OutboxChunk, OutboxRecord
 
-__all__ = ["add", "mark_failed", "mark_sent", "pending", "prune"]
+__all__ = ["add", "edit", "get", "mark_failed", "mark_sent", "pending", "prune"]
 
 _COLUMNS: Final = (
     "id, turn_id, platform, chat_id, thread_id, chunk_index, text, plain, markup, reply_to, status, "
@@ -50,6 +55,31 @@ def add(
     return [OutboxRecord(*row) for row in rows]
 
 
+def edit(
+    conn: sqlite3.Connection,
+    *,
+    outbox_id: int,
+    text: str,
+    plain: str | None,
+    markup: str | None,
+    now: float,
+) -> OutboxRecord | None:
+    """Record new text for a delivered chunk and mark the edit pending; returns the row as it is now.
+
+    Only a row that reached the platform (it has a ``platform_message_id``) can be edited; for any
+    other row nothing changes and None comes back. The error of an earlier attempt is cleared.
+    """
+    cursor = conn.execute(
+        """UPDATE outbox SET text = ?, plain = ?, markup = ?, status = 'pending', last_error = NULL, updated_at = ?
+           WHERE id = ? AND platform_message_id IS NOT NULL""",
+        (text, plain, markup, now, outbox_id),
+    )
+    if cursor.rowcount != 1:
+        return None
+    row = conn.execute(f"SELECT {_COLUMNS} FROM outbox WHERE id = ?", (outbox_id,)).fetchone()
+    return OutboxRecord(*row)
+
+
 def mark_sent(
     conn: sqlite3.Connection, *, outbox_id: int, platform_message_id: str | None, now: float
 ) -> bool:
@@ -78,6 +108,11 @@ async def pending(conn: aiosqlite.Connection) -> list[OutboxRecord]:
         f"SELECT {_COLUMNS} FROM outbox WHERE status = 'pending' ORDER BY platform, chat_id, thread_id, id"
     )
     return [OutboxRecord(*row) for row in rows]
+
+
+async def get(conn: aiosqlite.Connection, outbox_id: int) -> OutboxRecord | None:
+    rows = list(await conn.execute_fetchall(f"SELECT {_COLUMNS} FROM outbox WHERE id = ?", (outbox_id,)))
+    return OutboxRecord(*rows[0]) if rows else None
 
 
 def prune(conn: sqlite3.Connection, *, older_than: float) -> int:

@@ -17,15 +17,24 @@ What people can use:
   its parts, as the index tokenized them.
 * CJK of any length, also glued to other text (``用docker部署``): see
   ``storage/cjk.py``.
+* Substrings of words: a bare single-word term of ``MIN_SUBSTRING`` (3) or
+  more letters (``ploy``, ``config*``) may also match inside longer words
+  ("redeployment"); ``ParsedQuery.substrings`` lists those terms and
+  ``ParsedQuery.expanded()`` rewrites the expression with the words they were
+  found in (``storage/words.py``). Quoted phrases, terms with punctuation
+  inside (``my-app``), terms after ``NOT`` and 1-2 letter terms stay
+  whole-word (or prefix) queries.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from storage.cjk import query_tokens, split_runs
+from storage.words import MIN_SUBSTRING, fold
 
 __all__ = ["MAX_QUERY_LENGTH", "Needle", "ParsedQuery", "parse_query"]
 
@@ -38,11 +47,20 @@ _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")  # FTS5 reads a NUL as the end 
 
 @dataclass(frozen=True, slots=True)
 class Needle:
-    """Something to highlight in a hit: a word (matched at a word start) or a CJK run (anywhere)."""
+    """Something to highlight in a hit: a word (matched at a word start), a CJK run or a substring (anywhere)."""
 
     text: str
     prefix: bool = False
     cjk: bool = False
+    substring: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """A term that may also be searched as a substring: its own expression, and the folded word."""
+
+    expression: str
+    word: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +68,40 @@ class ParsedQuery:
     expression: str
     """The FTS5 MATCH expression; empty when nothing searchable was typed."""
     needles: tuple[Needle, ...]
+    parts: tuple[str | _Slot, ...] = ()
+    """Operators, expressions and substring slots, in order (``expression`` is them rendered)."""
+
+    @property
+    def substrings(self) -> tuple[str, ...]:
+        """The folded terms that may be searched as substrings, each once, in the order typed."""
+        return tuple(dict.fromkeys(part.word for part in self.parts if isinstance(part, _Slot)))
+
+    def expanded(self, words: Mapping[str, Sequence[str]]) -> ParsedQuery:
+        """The query with each substring term also matching the whole ``words[term]`` it was found inside."""
+        rendered: list[str] = []
+        for part in self.parts:
+            if isinstance(part, _Slot):
+                extra = [_quote(word) for word in words.get(part.word, ()) if word != part.word]
+                rendered.append("(" + " OR ".join([part.expression, *extra]) + ")" if extra else part.expression)
+            else:
+                rendered.append(part)
+        needles = self.needles + tuple(Needle(term, substring=True) for term in self.substrings if words.get(term))
+        return ParsedQuery(" ".join(rendered), needles, self.parts)
 
 
 def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
+
+
+def _slot(expression: str, text: str) -> str | _Slot:
+    """``expression`` as a substring slot when the bare term ``text`` is a single long enough word."""
+    words = _WORD_CHARS.findall(text)
+    if len(words) != 1 or split_runs(text) != [(text, False)]:
+        return expression
+    word = fold(words[0])
+    if len(word) < MIN_SUBSTRING or not _WORD_CHARS.fullmatch(word):
+        return expression
+    return _Slot(expression, word)
 
 
 def _term(text: str, *, prefix: bool) -> tuple[str | None, list[Needle]]:
@@ -89,7 +137,7 @@ def _balanced(text: str) -> str:
 
 def parse_query(text: str) -> ParsedQuery:
     """``parse_query('deploy* "my app" OR x-y')`` -> ``'"deploy"* AND "my app" OR "x-y"'``."""
-    parts: list[str] = []  # terms and operators, alternating once cleaned
+    parts: list[str | _Slot] = []  # terms and operators, alternating once cleaned
     needles: list[Needle] = []
     for phrase, bare in _CHUNK.findall(_balanced(_CONTROL.sub(" ", text[:MAX_QUERY_LENGTH]))):
         if bare in _OPERATORS:
@@ -103,8 +151,10 @@ def parse_query(text: str) -> ParsedQuery:
             continue
         if parts and parts[-1] not in _OPERATORS:
             parts.append("AND")  # FTS5 accepts implicit AND between phrases, not next to a group
-        parts.append(expression)
+        negated = bool(parts) and parts[-1] == "NOT"
+        parts.append(_slot(expression, raw.replace("*", " ")) if bare and not negated else expression)
         needles.extend(term_needles)
     while parts and parts[-1] in _OPERATORS:
         parts.pop()
-    return ParsedQuery(" ".join(parts), tuple(needles))
+    rendered = " ".join(part.expression if isinstance(part, _Slot) else part for part in parts)
+    return ParsedQuery(rendered, tuple(needles), tuple(parts))

@@ -20,6 +20,8 @@ Notes on the layout:
   ``search_cjk`` (see ``storage/cjk.py``). Its automatic merging is off: the
   writer merges in small slices between transactions instead, so no single
   append pays for a large merge.
+* ``search_words`` (version 6) is the vocabulary substring search looks words
+  up in; it is filled off the write path (``storage/words.py``).
 * Messages go in with one statement per batch: FTS5 turns every statement of a
   transaction into a new index segment (see ``storage/messages.py``).
 """
@@ -34,7 +36,7 @@ from typing import Final
 from storage.cjk import message_cjk_tokens
 from storage.records import tool_calls_from_json
 
-__all__ = ["LATEST", "MIGRATIONS", "Migration"]
+__all__ = ["LATEST", "MIGRATIONS", "TOKENIZER", "Migration"]
 
 Apply = Callable[[sqlite3.Connection], None]
 
@@ -62,7 +64,7 @@ def _steps(*steps: Apply) -> Apply:
     return apply
 
 
-_TOKENIZER: Final = "unicode61 remove_diacritics 2"
+TOKENIZER: Final = "unicode61 remove_diacritics 2"
 
 
 def _fts_ddl(columns: Sequence[str]) -> tuple[str, ...]:
@@ -72,7 +74,7 @@ def _fts_ddl(columns: Sequence[str]) -> tuple[str, ...]:
     old = ", ".join(f"old.{c}" for c in columns)
     return (
         f"CREATE VIRTUAL TABLE messages_fts USING fts5({cols}, content='messages', "
-        f"content_rowid='id', tokenize='{_TOKENIZER}')",
+        f"content_rowid='id', tokenize='{TOKENIZER}')",
         f"""CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
             INSERT INTO messages_fts(rowid, {cols}) VALUES (new.id, {new});
         END""",
@@ -266,6 +268,24 @@ _V5_USAGE: Final = (
     "CREATE INDEX usage_by_session ON usage(session_id)",
 )
 
+# The vocabulary for substring search (see ``storage/words.py``): every distinct word of
+# the messages, a trigram index over it, and the watermark of messages already read
+# into it. Starting at 0, the background indexer fills it for existing messages too,
+# so the migration itself stays instant on a large database.
+_V6_WORDS: Final = (
+    "CREATE TABLE search_words (id INTEGER PRIMARY KEY, word TEXT NOT NULL UNIQUE)",
+    """CREATE VIRTUAL TABLE search_words_tri USING fts5(word, content='search_words', content_rowid='id',
+        tokenize='trigram')""",
+    """CREATE TRIGGER search_words_insert AFTER INSERT ON search_words BEGIN
+        INSERT INTO search_words_tri(rowid, word) VALUES (new.id, new.word);
+    END""",
+    """CREATE TABLE search_progress (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        words_through INTEGER NOT NULL
+    )""",
+    "INSERT INTO search_progress (singleton, words_through) VALUES (1, 0)",
+)
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "sessions, messages and word search", _statements(*_V1_CORE, *_fts_ddl(_V1_FTS_COLUMNS))),
     Migration(
@@ -284,6 +304,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(3, "gateway inbox and outbox", _statements(*_V3_GATEWAY)),
     Migration(4, "gateway DM pairing", _statements(*_V4_PAIRING)),
     Migration(5, "a row per model call, for usage over time", _statements(*_V5_USAGE)),
+    Migration(6, "substring search: a vocabulary of message words with a trigram index", _statements(*_V6_WORDS)),
 )
 
 LATEST: Final = MIGRATIONS[-1].version

@@ -4,18 +4,27 @@ The ranking query touches only the index; message text is read for the hits
 that are returned, and the excerpt is cut in Python around the first place a
 query term occurs (content first, then tool-call arguments, then the tool
 name). Highlights are marked ``«like this»``.
+
+Substrings (``storage/words.py``): when the words as typed find fewer than
+``limit`` messages and the query has a term of 3 or more letters, each such
+term is looked up in the vocabulary of message words ("ploy" -> "deploy",
+"redeployment", ...) and the query runs again with those words OR'ed in.
+Hits of the words as typed come first, in their own rank order; then the
+further hits of the widened query, in its rank order. 1- and 2-letter Latin
+terms are never searched as substrings (only as words or ``prefix*``).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Any, Final
 
 import aiosqlite
 
 from storage.cjk import CJK_CLASS
-from storage.query import Needle, parse_query
+from storage.query import Needle, ParsedQuery, parse_query
 from storage.records import SearchHit, tool_calls_from_json
+from storage.words import words_containing
 
 __all__ = ["HIGHLIGHT", "search", "snippet"]
 
@@ -57,10 +66,14 @@ async def search(
     if not parsed.expression or limit <= 0:
         return []
     limit = min(limit, _MAX_LIMIT)
-    if platform is None:
-        rows = await conn.execute_fetchall(_SEARCH, (parsed.expression, limit))
-    else:
-        rows = await conn.execute_fetchall(_SEARCH_PLATFORM, (parsed.expression, platform, limit))
+    rows = await _ranked(conn, parsed, limit, platform)
+    if len(rows) < limit and parsed.substrings:
+        words = {term: await words_containing(conn, term) for term in parsed.substrings}
+        if any(found != [term] and found for term, found in words.items()):
+            parsed = parsed.expanded(words)
+            seen = {row[1] for row in rows}
+            more = await _ranked(conn, parsed, limit, platform)
+            rows = [*rows, *(row for row in more if row[1] not in seen)][:limit]
     return [
         SearchHit(
             session_id=session_id,
@@ -76,6 +89,12 @@ async def search(
     ]
 
 
+async def _ranked(conn: aiosqlite.Connection, parsed: ParsedQuery, limit: int, platform: str | None) -> list[Any]:
+    if platform is None:
+        return list(await conn.execute_fetchall(_SEARCH, (parsed.expression, limit)))
+    return list(await conn.execute_fetchall(_SEARCH_PLATFORM, (parsed.expression, platform, limit)))
+
+
 def _readable_calls(tool_calls_json: str | None) -> str | None:
     """Tool calls as ``name arguments`` lines, for excerpts."""
     calls = tool_calls_from_json(tool_calls_json)
@@ -88,6 +107,8 @@ def _pattern(needles: tuple[Needle, ...]) -> re.Pattern[str] | None:
         text = re.escape(needle.text)
         if needle.cjk:
             alternatives.append(text)
+        elif needle.substring:  # the whole word it was found inside
+            alternatives.append(rf"[^\W_{CJK_CLASS}]*{text}[^\W_{CJK_CLASS}]*")
         else:
             end = rf"[^\W_{CJK_CLASS}]*" if needle.prefix else _WORD_END
             alternatives.append(f"{_NOT_AFTER_WORD}{text}{end}")

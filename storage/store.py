@@ -11,7 +11,8 @@ shared by every task of a process. All methods are coroutines and the event
 loop never waits on SQLite: writes go through the group-commit writer
 (``storage/writer.py``) and its connection thread, reads through a small
 pool of aiosqlite reader connections, and a maintenance connection runs
-passive checkpoints.
+passive checkpoints and fills the substring-search vocabulary
+(``storage/indexer.py``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from storage.cache import HistoryCache
 from storage.connection import SYNCHRONOUS_MODES, Role, connect, create_private_file
 from storage.errors import SessionNotFoundError, StorageError, StoreClosedError
 from storage.ids import new_session_id
+from storage.indexer import WordIndexer
 from storage.log import log
 from storage.maintenance import Maintenance, WalProgress
 from storage.migrations import upgrade
@@ -75,11 +77,13 @@ class Store:
         readers: Readers,
         maintenance: Maintenance,
         writer: Writer,
+        indexer: WordIndexer,
         *,
         clock: Callable[[], float],
         history_cache_messages: int,
     ) -> None:
         self.path = path
+        self._indexer = indexer
         self._writer_thread = writer_thread
         self._readers = readers
         self._maintenance = maintenance
@@ -99,6 +103,7 @@ class Store:
         history_cache_messages: int = 20_000,
         checkpoint_interval: float = 0.5,
         merge: MergePolicy | None = MergePolicy(),
+        word_index_interval: float | None = 0.25,
         clock: Callable[[], float] = time.time,
     ) -> Store:
         """Open (creating it 0600 if needed) and migrate the database at ``path``; ``close()`` it after.
@@ -107,7 +112,8 @@ class Store:
         default) or ``"full"`` (also across power loss). Raises
         ``SchemaTooNewError`` if a newer build has migrated the file. The
         keyword arguments after it tune the engine; the defaults are what the
-        gateway uses.
+        gateway uses. ``word_index_interval=None`` turns the background
+        substring indexer off (``index_words()`` then does its work on demand).
         """
         if synchronous not in SYNCHRONOUS_MODES:
             raise ValueError(f"synchronous must be one of {sorted(SYNCHRONOUS_MODES)}, not {synchronous!r}")
@@ -124,6 +130,8 @@ class Store:
             opened.append(pool.close)
             maintenance_conn = await connect(path, Role.MAINTENANCE, synchronous=synchronous)
             opened.append(maintenance_conn.close)
+            indexer_thread = await WordIndexer.open_thread(path, synchronous=synchronous)
+            opened.append(indexer_thread.close)
         except BaseException:
             for close in reversed(opened):
                 await close()
@@ -131,12 +139,15 @@ class Store:
         progress = WalProgress()
         writer = Writer(writer_thread, retry=retry, clock=clock, merge=merge, progress=progress)
         maintenance = Maintenance(maintenance_conn, progress, interval=checkpoint_interval)
+        indexer = WordIndexer(indexer_thread, writer, progress, interval=word_index_interval)
         writer.start()
         maintenance.start()
+        indexer.start()
         log.info("storage.opened", path=str(path), schema_version=version, synchronous=synchronous)
         return cls(
-            path, writer_thread, pool, maintenance, writer, clock=clock, history_cache_messages=history_cache_messages
-        )
+            path, writer_thread, pool, maintenance, writer, indexer, clock=clock,
+            history_cache_messages=history_cache_messages,
+        )  # fmt: skip
 
     async def close(self) -> None:
         """Finish queued writes, checkpoint the WAL into the database and close. Idempotent."""
@@ -144,6 +155,7 @@ class Store:
             return
         self._state = _State.CLOSING
         try:
+            await self._indexer.close()
             await self._writer.close()
         finally:
             await self._maintenance.close()
@@ -311,8 +323,20 @@ class Store:
     # -- search ----------------------------------------------------------------------------------
 
     async def search(self, query: str, *, limit: int = 20, platform: str | None = None) -> list[SearchHit]:
-        """Full-text search over message text, tool names and tool-call arguments, best match first."""
+        """Full-text search over message text, tool names and tool-call arguments, best match first.
+
+        Terms of 3 or more letters also match inside longer words ("ploy" finds "redeployment") when the
+        words as typed find fewer than ``limit`` messages; 1-2 letter terms match whole words (or ``prefix*``).
+        """
         return await self._read(partial(search.search, query=query, limit=limit, platform=platform))
+
+    async def index_words(self, *, slices: int | None = None) -> int:
+        """Bring the substring-search vocabulary up to date now (the background indexer does this anyway).
+
+        Returns how many messages were read; ``slices`` bounds the work.
+        """
+        self._check_open()
+        return await self._indexer.catch_up(slices=slices)
 
     # -- gateway inbox and outbox ----------------------------------------------------------------
 
@@ -344,10 +368,23 @@ class Store:
         return await self._write(partial(outbox.mark_sent, outbox_id=outbox_id,
                                          platform_message_id=platform_message_id, now=self._clock()))  # fmt: skip
 
+    async def outbox_edit(
+        self, outbox_id: int, text: str, *, plain: str | None = None, markup: str | None = None
+    ) -> OutboxRecord | None:
+        """Record new text for a delivered chunk, pending until the platform's message is edited.
+
+        Returns the updated row, or None when the chunk never reached the platform (nothing to edit).
+        """
+        return await self._write(partial(outbox.edit, outbox_id=outbox_id, text=text, plain=plain, markup=markup,
+                                         now=self._clock()))  # fmt: skip
+
     async def outbox_mark_failed(self, outbox_id: int, error: str, *, give_up: bool = False) -> bool:
         """Count a failed delivery attempt; with ``give_up`` the chunk leaves the pending list."""
         return await self._write(partial(outbox.mark_failed, outbox_id=outbox_id, error=error, give_up=give_up,
                                          now=self._clock()))  # fmt: skip
+
+    async def outbox_get(self, outbox_id: int) -> OutboxRecord | None:
+        return await self._read(partial(outbox.get, outbox_id=outbox_id))
 
     async def outbox_pending(self) -> list[OutboxRecord]:
         """Undelivered chunks, grouped by chat and in order within each chat."""

@@ -99,3 +99,39 @@ async def test_concurrent_opens_of_a_new_file_migrate_once(db_path: Path) -> Non
     finally:
         for opened in stores:
             await opened.close()
+
+
+def make_v5_database(path: Path, messages: int = 300) -> None:
+    """A database as version 5 left it (before substring search), holding ``messages`` messages."""
+    with sqlite3.connect(path, isolation_level=None) as conn:
+        conn.execute("PRAGMA journal_mode = WAL")
+        assert upgrade(conn, path, target=5) == 5
+        conn.execute(V1_SESSION, ("s1", "telegram:1", "1", "ops", 1000.0))
+        rows = [("s1", n + 1, "user", f"note {n}: routine checks", None, None) for n in range(messages)]
+        rows[-1] = ("s1", messages, "user", "the redeployment was reconfigured", None, None)
+        rows[0] = ("s1", 1, "user", "an early misconfiguration", None, None)
+        conn.executemany(V1_MESSAGE, [(*row, 2000.0 + i) for i, row in enumerate(rows)])
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with sqlite3.connect(path) as conn:
+        assert read_version(conn) == 5
+        assert "search_words" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+
+
+async def test_populated_version_5_gains_substring_search(db_path: Path) -> None:
+    make_v5_database(db_path)
+    async with await Store.open(db_path, word_index_interval=None) as store:
+        with sqlite3.connect(db_path) as conn:
+            assert read_version(conn) == SCHEMA_VERSION == 6
+            assert conn.execute("SELECT words_through FROM search_progress").fetchone() == (0,)
+        # before the vocabulary exists, old messages are found by the tail scan
+        assert [h.seq for h in await store.search("ploy")] == [300]
+        assert {h.seq for h in await store.search("config")} == {1, 300}
+        assert await store.index_words() == 300
+        with sqlite3.connect(db_path) as conn:
+            assert conn.execute("SELECT words_through FROM search_progress").fetchone() == (300,)
+            words = {w for (w,) in conn.execute("SELECT word FROM search_words")}
+        assert {"redeployment", "reconfigured", "misconfiguration", "routine", "checks"} <= words
+        assert {h.seq for h in await store.search("config")} == {1, 300}
+        (record,) = await store.append_messages("s1", [NewMessage("user", "a later autodeploy")])
+        assert record.seq == 301
+        assert {h.seq for h in await store.search("ploy")} == {300, 301}

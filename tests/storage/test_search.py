@@ -53,7 +53,11 @@ async def test_plain_word_finds_messages_with_snippet_and_session(store: Store, 
 async def test_prefix_query(store: Store, corpus: dict[str, int]) -> None:
     assert ids(await store.search("deploy*")) == {corpus["question"], corpus["call"], corpus["result"],
                                                   corpus["production"]}  # fmt: skip
-    assert ids(await store.search("deploy")) == {corpus["question"]}
+    assert ids(await store.search('"deploy"')) == {corpus["question"]}  # quoted: the whole word only
+    # bare, the word comes first, then the words it is part of (substring search, see test_substring.py)
+    hits = await store.search("deploy")
+    assert hits[0].message_id == corpus["question"]
+    assert ids(hits) == {corpus["question"], corpus["call"], corpus["result"], corpus["production"]}
 
 
 async def test_tool_call_arguments_and_tool_names_are_searchable(store: Store, corpus: dict[str, int]) -> None:

@@ -1,0 +1,129 @@
+"""Filling the substring-search vocabulary in the background, off the append path.
+
+Appends never wait for this. Every ``interval`` seconds, when something was
+committed since the last look, the indexer reads the messages above the
+watermark in slices of ``slice_rows`` on its own connection, where SQLite
+cuts them into words and picks the new ones (``storage/words.py``), and hands
+one small write operation to the writer: insert the new words, move the
+watermark. Once the vocabulary has settled that operation is little more
+than a one-row update; its cost does not grow with the size of the messages.
+
+The work of cutting text into words is real CPU time (about 10-20 us per
+message). Its thread runs at a lower scheduling priority (``nice`` +10) so
+that, when the machine is busy, the event loop and the writer get the CPU
+first and the indexer falls behind instead; queries scan the unindexed tail
+(bounded by ``storage.words.TAIL_ROWS``) and the indexer catches up when the
+burst is over.
+
+Several processes may index the same file: words are inserted with
+``OR IGNORE`` and the watermark only moves up, so duplicate work is harmless.
+``catch_up()`` drives the same steps directly (tests, the benchmark, tools).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+import threading
+from functools import partial
+from pathlib import Path
+from typing import Final
+
+from storage.connection import Role
+from storage.errors import StorageError
+from storage.log import log
+from storage.maintenance import WalProgress
+from storage.words import read_slice, record_words
+from storage.worker import ConnectionThread
+from storage.writer import Writer
+
+__all__ = ["NICENESS", "SLICE_ROWS", "WordIndexer"]
+
+SLICE_ROWS: Final = 2000
+NICENESS: Final = 10
+
+
+def _lower_priority(conn: sqlite3.Connection) -> None:
+    """Run in the indexer's thread: make it yield the CPU to everything else (Linux: per-thread nice)."""
+    with contextlib.suppress(OSError, AttributeError):
+        thread = threading.get_native_id()
+        current = os.getpriority(os.PRIO_PROCESS, thread)
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, current + NICENESS))
+
+
+class WordIndexer:
+    def __init__(
+        self,
+        thread: ConnectionThread,
+        writer: Writer,
+        progress: WalProgress,
+        *,
+        interval: float | None,
+        slice_rows: int = SLICE_ROWS,
+    ) -> None:
+        self._thread = thread
+        self._writer = writer
+        self._progress = progress
+        self._interval = interval
+        self._slice_rows = slice_rows
+        self._lock = asyncio.Lock()  # one slice at a time, whoever asks
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    @staticmethod
+    async def open_thread(path: Path, *, synchronous: str) -> ConnectionThread:
+        """The indexer's own connection, in a thread of low priority."""
+        thread = await ConnectionThread.open(path, Role.MAINTENANCE, synchronous=synchronous)
+        await thread.call(_lower_priority)
+        return thread
+
+    def start(self) -> None:
+        """Run in the background; without an interval the indexer only works when ``catch_up()`` is called."""
+        if self._interval is not None:
+            self._task = asyncio.create_task(self._loop(self._interval), name="storage.word_indexer")
+
+    async def close(self) -> None:
+        """Stop, then close the connection (before the writer closes: a slice in flight still needs it)."""
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+        await self._thread.close()
+
+    async def index_slice(self) -> int:
+        """Read one slice of unindexed messages into the vocabulary; returns how many messages it covered."""
+        async with self._lock:
+            found = await self._thread.call(partial(read_slice, rows=self._slice_rows))
+            if found.rows:
+                await self._writer.run(partial(record_words, words=found.words, through=found.through))
+            return found.rows
+
+    async def catch_up(self, *, slices: int | None = None) -> int:
+        """Index until no message is left above the watermark (or after ``slices`` slices); returns messages read."""
+        total = 0
+        done = 0
+        while slices is None or done < slices:
+            count = await self.index_slice()
+            total += count
+            done += 1
+            if count < self._slice_rows:
+                break
+        return total
+
+    async def _loop(self, interval: float) -> None:
+        seen = -1
+        while not self._stop.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), interval)
+            commits = self._progress.commits
+            if commits == seen or self._stop.is_set():
+                continue
+            try:
+                while not self._stop.is_set():
+                    if await self.index_slice() < self._slice_rows:
+                        break
+            except (sqlite3.Error, StorageError) as error:  # best effort: try again next round
+                log.warning("storage.word_index_failed", error=str(error))
+                continue
+            seen = commits
