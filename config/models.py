@@ -299,6 +299,8 @@ class HealthConfig(Section):
 class GatewayConfig(Section):
     drain_timeout: Annotated[float, _between(0.0, 3600.0)] = 30.0
     """On shutdown, seconds running turns may take to finish before they are stopped."""
+    tool_progress: bool = True
+    """While a turn calls tools, show one message saying what the agent is doing, edited as it goes."""
 
 
 class Settings(Section):

@@ -80,6 +80,7 @@ class Gateway:
             compression=settings.compression,
             context_length=agent.window.tokens,
             group_per_user=settings.sessions.group_per_user,
+            tool_progress=settings.gateway.tool_progress,
         )
         self.lanes: Lanes[InboundMessage] = Lanes(
             runner.run,

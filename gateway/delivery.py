@@ -15,6 +15,14 @@ but before it was marked sent makes :meth:`Delivery.resume` send that chunk
 again. Every attempt at a chunk therefore carries the same
 ``OutboundMessage.nonce`` (see :func:`chunk_nonce`), so a platform with
 idempotent sends shows it once.
+
+Edits (:meth:`Delivery.edit_text`) go through the outbox too: the new text is
+written to the chunk's row, which goes back to ``pending`` while keeping its
+platform message id, before the adapter is asked to edit; the row is marked
+sent again after. :meth:`Delivery.resume` edits such rows instead of sending
+them again. An edit is one message: when the new text no longer fits, the
+message is edited to the first chunk and the rest follow as new messages
+(rows of their own), so nothing is truncated.
 """
 
 from __future__ import annotations
@@ -29,13 +37,14 @@ import structlog
 
 from adapters.base import (
     Adapter,
+    AdapterError,
     DeliveryError,
     MarkupRejected,
     RateLimited,
     RecipientUnavailable,
 )
 from gateway.events import Markup, OutboundMessage
-from gateway.formatting import render
+from gateway.formatting import Chunk, render
 from gateway.keyed_locks import KeyedLocks
 from gateway.metrics import Metrics
 from storage import OutboxChunk, OutboxRecord, Store
@@ -86,26 +95,102 @@ class Delivery:
         text: str,
     ) -> list[str]:
         """Render, record and send ``text`` (model Markdown); returns the platform message ids sent."""
+        sent = await self.send_text_rows(
+            turn_id=turn_id, platform=platform, chat_id=chat_id, thread_id=thread_id, reply_to=reply_to, text=text
+        )
+        return [message_id for _, message_id in sent if message_id]
+
+    async def send_text_rows(
+        self,
+        *,
+        turn_id: str,
+        platform: str,
+        chat_id: str,
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+        text: str,
+    ) -> list[tuple[OutboxRecord, str | None]]:
+        """Like :meth:`send_text`, with each chunk's outbox row (as queued) and its message id or None.
+
+        The row is what a later :meth:`edit_text` takes.
+        """
         adapter = self._adapters[platform]
-        caps = adapter.capabilities
-        chunks = render(text, caps.markup, max_length=caps.max_message_length, length_unit=caps.length_unit)
+        chunks = self._render(adapter, text)
         if not chunks:
             return []
+        markup = adapter.capabilities.markup.value
         records = await self._store.outbox_add(
             turn_id,
             platform,
             chat_id,
             thread_id,
             [
-                OutboxChunk(text=chunk.text, plain=chunk.plain, markup=caps.markup.value, reply_to=reply_to if i == 0 else None)
+                OutboxChunk(text=chunk.text, plain=chunk.plain, markup=markup, reply_to=reply_to if i == 0 else None)
                 for i, chunk in enumerate(chunks)
             ],
         )
-        sent = [await self._deliver(adapter, record) for record in records]
-        return [message_id for message_id in sent if message_id]
+        return [(record, await self._deliver(adapter, record)) for record in records]
+
+    async def edit_text(self, record: OutboxRecord | int, text: str) -> list[str]:
+        """Replace the text of a delivered chunk (its outbox row or row id) with ``text`` (model Markdown).
+
+        The new text is recorded before the adapter is asked, so a crash in between leaves an edit
+        that :meth:`resume` finishes. Returns the platform message ids showing the new text: the
+        edited message, then any new messages for what no longer fit in it. A chunk that never
+        reached the platform cannot be edited: nothing happens and nothing is returned. Messages an
+        earlier, longer version of the text overflowed into are left as they are.
+        """
+        if isinstance(record, int):
+            found = await self._store.outbox_get(record)
+            if found is None:
+                raise KeyError(f"no outbox row {record}")
+            record = found
+        adapter = self._adapters.get(record.platform)
+        if adapter is None:
+            log.warning("delivery.no_adapter", platform=record.platform, outbox_id=record.id)
+            return []
+        if not adapter.capabilities.can_edit:
+            raise ValueError(f"{record.platform} messages cannot be edited")
+        chunks = self._render(adapter, text)
+        if not chunks:
+            return []  # nothing to show: the message keeps its text (there is no delete)
+        head, *tail = chunks
+        markup = adapter.capabilities.markup.value
+        chat = (record.platform, record.chat_id)
+        # Recorded under the chat's lock, so edits of one chat reach the platform in the order their
+        # text was recorded: the text stored last is the text shown. What no longer fits is recorded
+        # too (as new chunks, keyed by the edit so a replay finds them) before the adapter is asked.
+        async with self._chat_locks.hold(chat):
+            pending = await self._store.outbox_edit(record.id, head.text, plain=head.plain, markup=markup)
+            if pending is None:
+                log.warning("delivery.edit_skipped", platform=record.platform, chat=record.chat_id,
+                            outbox_id=record.id, reason="the chunk never reached the platform")  # fmt: skip
+                return []
+            rows = await self._store.outbox_add(
+                f"{record.turn_id}#{record.chunk_index}:edit:{hashlib.sha256(text.encode()).hexdigest()[:12]}",
+                record.platform,
+                record.chat_id,
+                record.thread_id,
+                [OutboxChunk(text=chunk.text, plain=chunk.plain, markup=markup) for chunk in tail],
+            ) if tail else []  # fmt: skip
+            message_id = await self._attempts(adapter, pending, chat)
+        ids = [message_id] if message_id else []
+        for row in rows:
+            if sent := await self._deliver(adapter, row):
+                ids.append(sent)
+        return ids
+
+    @staticmethod
+    def _render(adapter: Adapter, text: str) -> list[Chunk]:
+        caps = adapter.capabilities
+        return render(text, caps.markup, max_length=caps.max_message_length, length_unit=caps.length_unit)
 
     async def resume(self) -> int:
-        """Send every chunk that was recorded but not delivered (after a restart). Returns how many went out."""
+        """Deliver every chunk recorded but not delivered (after a restart); returns how many went out.
+
+        A pending row that already has a platform message id is an edit that did not finish: that
+        message is edited, never sent again.
+        """
         delivered = 0
         for record in await self._store.outbox_pending():
             adapter = self._adapters.get(record.platform)
@@ -119,23 +204,28 @@ class Delivery:
         return delivered
 
     async def _deliver(self, adapter: Adapter, record: OutboxRecord) -> str | None:
-        if record.status == "sent":
-            return record.platform_message_id
+        if record.status == "sent" or (record.status == "failed" and record.platform_message_id is not None):
+            return record.platform_message_id  # delivered (a failed row with an id is an edit given up)
         chat = (record.platform, record.chat_id)
         async with self._chat_locks.hold(chat):
             return await self._attempts(adapter, record, chat)
 
     async def _attempts(self, adapter: Adapter, record: OutboxRecord, chat: tuple[str, str]) -> str | None:
+        """Send the chunk, or edit its message when the row is a pending edit; returns the message id."""
         text, markup = record.text, Markup(record.markup or Markup.PLAIN.value)
         policy = self._policy
+        editing = record.platform_message_id is not None
         for attempt in range(1, policy.max_attempts + 1):
             await self._wait_budget(chat)
-            message = OutboundMessage(
-                chat_id=record.chat_id, text=text, thread_id=record.thread_id, reply_to=record.reply_to, markup=markup,
-                nonce=chunk_nonce(record),
-            )
             try:
-                message_id = await adapter.send(message)
+                if editing and record.platform_message_id is not None:
+                    await adapter.edit(record.chat_id, record.platform_message_id, text, markup=markup)
+                    message_id = record.platform_message_id
+                else:
+                    message_id = await adapter.send(OutboundMessage(
+                        chat_id=record.chat_id, text=text, thread_id=record.thread_id, reply_to=record.reply_to,
+                        markup=markup, nonce=chunk_nonce(record),
+                    ))  # fmt: skip
             except MarkupRejected as error:
                 if markup is Markup.PLAIN:
                     return await self._give_up(record, f"plain text rejected: {error}")
@@ -157,10 +247,14 @@ class Delivery:
                     return await self._give_up(record, str(error))
                 await self._backoff(record, attempt, error)
                 continue
+            except AdapterError as error:  # e.g. an adapter that cannot edit
+                return await self._give_up(record, str(error))
             await self._store.outbox_mark_sent(record.id, message_id)
-            self._metrics.deliveries.labels(record.platform).inc()
-            log.info("delivery.sent", platform=record.platform, chat=record.chat_id, chunk=record.chunk_index,
-                     message_id=message_id, plain=markup is Markup.PLAIN and record.markup != Markup.PLAIN.value)  # fmt: skip
+            if not editing:
+                self._metrics.deliveries.labels(record.platform).inc()
+            log.info("delivery.edited" if editing else "delivery.sent", platform=record.platform, chat=record.chat_id,
+                     chunk=record.chunk_index, message_id=message_id,
+                     plain=markup is Markup.PLAIN and record.markup != Markup.PLAIN.value)  # fmt: skip
             return message_id
         return await self._give_up(record, f"still failing after {policy.max_attempts} attempts")
 

@@ -7,7 +7,8 @@ Steps, each persisted before the next depends on it:
 3. session hygiene: compact first if the stored history is past 85% of the window;
 4. the agent's turn, with every new message stored as it appears and a
    compaction inside the turn splitting the session into a lineage child;
-5. the reply goes through the outbox to the platform;
+5. the reply goes through the outbox to the platform (when the turn called
+   tools, a progress message went out before it: ``gateway/progress.py``);
 6. the inbox events are marked done.
 
 A turn replayed after a crash finds its own user message (tagged with the
@@ -42,6 +43,7 @@ from gateway.delivery import Delivery
 from gateway.events import InboundMessage
 from gateway.logs import bind
 from gateway.metrics import Metrics
+from gateway.progress import ToolProgress
 from gateway.session_key import session_key_for
 from gateway.typing_indicator import typing
 from storage import SessionRecord, Store
@@ -78,6 +80,7 @@ class TurnRunner:
         compression: CompressionConfig,
         context_length: int,
         group_per_user: bool,
+        tool_progress: bool = True,
     ) -> None:
         self._store = store
         self._conversations = conversations
@@ -87,6 +90,7 @@ class TurnRunner:
         self._compression = compression
         self._context_length = context_length
         self._group_per_user = group_per_user
+        self._tool_progress = tool_progress
         self._hygiene_warned: OrderedDict[str, None] = OrderedDict()
         """Sessions already told that compaction failed (the most recent ones; bounded)."""
 
@@ -132,7 +136,12 @@ class TurnRunner:
         history = await self._repair_tail(ref, history)
         log.info("turn.started", messages=len(batch), history=len(history))
         history = await self._hygiene(ref, conversation, history, batch[0])
-        reply = await self._reply(ref, conversation, history, batch, started)
+        progress = self._progress_for(turn_id, batch[0])
+        try:
+            reply = await self._reply(ref, conversation, history, batch, started, progress)
+        finally:
+            if progress is not None:
+                await progress.stop()  # the progress message is out before the reply, never after
         await self._delivery.send_text(
             turn_id=turn_id,
             platform=batch[0].platform,
@@ -141,8 +150,18 @@ class TurnRunner:
             reply_to=batch[-1].message_id,
             text=reply,
         )
+        if progress is not None:
+            await progress.finish()
         for message in batch:
             await self._store.inbox_mark_done(message.platform, message.event_id)
+
+    def _progress_for(self, turn_id: str, first: InboundMessage) -> ToolProgress | None:
+        """The turn's tool progress message, when configured and the platform can edit messages."""
+        if not self._tool_progress or not self._adapters[first.platform].capabilities.can_edit:
+            return None
+        return ToolProgress(
+            self._delivery, turn_id=turn_id, platform=first.platform, chat_id=first.chat_id, thread_id=first.thread_id
+        )
 
     async def _repair_tail(self, ref: _SessionRef, history: list[ChatMessage]) -> list[ChatMessage]:
         """Tool calls a crash left without results get a stub result, so the model sees a valid history."""
@@ -197,12 +216,13 @@ class TurnRunner:
         history: list[ChatMessage],
         batch: Sequence[InboundMessage],
         started: float,
+        progress: ToolProgress | None = None,
     ) -> str:
         if history[-1].role == "assistant" and not history[-1].tool_calls:
             return history[-1].content  # a replay: the reply was stored before the crash
         agent = self._conversations.agent_session(ref.record, conversation.records)
         adapter = self._adapters[batch[0].platform]
-        observer = _Persist(self._store, self._conversations, self._metrics, ref)
+        observer = _Persist(self._store, self._conversations, self._metrics, ref, progress)
         self._metrics.turns_running.inc()
         try:
             async with typing(adapter, batch[0].chat_id, batch[0].thread_id):
@@ -245,14 +265,24 @@ class _Persist:
     queued at once, so the store commits them in one group), not one round trip after the other.
     """
 
-    def __init__(self, store: Store, conversations: Conversations, metrics: Metrics, ref: _SessionRef) -> None:
+    def __init__(
+        self,
+        store: Store,
+        conversations: Conversations,
+        metrics: Metrics,
+        ref: _SessionRef,
+        progress: ToolProgress | None = None,
+    ) -> None:
         self._store = store
+        self._progress = progress
         self._conversations = conversations
         self._metrics = metrics
         self._ref = ref
         self._usage: dict[str, Any] | None = None
 
     async def on_message(self, message: ChatMessage) -> None:
+        if self._progress is not None and message.role == "assistant" and message.tool_calls:
+            self._progress.note(call.name for call in message.tool_calls)
         append = self._store.append_messages(self._ref.record.id, [to_new(message)])
         if self._usage is None:
             await append
