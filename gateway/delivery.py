@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -43,7 +43,7 @@ from adapters.base import (
     RateLimited,
     RecipientUnavailable,
 )
-from gateway.events import Markup, OutboundMessage
+from gateway.events import InboundMessage, Markup, OutboundMessage
 from gateway.formatting import Chunk, render
 from gateway.keyed_locks import KeyedLocks
 from gateway.metrics import Metrics
@@ -93,11 +93,18 @@ class Delivery:
         thread_id: str | None = None,
         reply_to: str | None = None,
         text: str,
+        answers: Sequence[InboundMessage] = (),
     ) -> list[str]:
-        """Render, record and send ``text`` (model Markdown); returns the platform message ids sent."""
+        """Render, record and send ``text`` (model Markdown); returns the platform message ids sent.
+
+        ``answers`` are the inbound messages this text replies to: they are marked done in the same
+        commit as the outbox rows (from then on the outbox owns the reply, and a restart sends
+        what is still pending), which saves the turn a round trip to the database.
+        """
         sent = await self.send_text_rows(
-            turn_id=turn_id, platform=platform, chat_id=chat_id, thread_id=thread_id, reply_to=reply_to, text=text
-        )
+            turn_id=turn_id, platform=platform, chat_id=chat_id, thread_id=thread_id, reply_to=reply_to, text=text,
+            answers=answers,
+        )  # fmt: skip
         return [message_id for _, message_id in sent if message_id]
 
     async def send_text_rows(
@@ -109,6 +116,7 @@ class Delivery:
         thread_id: str | None = None,
         reply_to: str | None = None,
         text: str,
+        answers: Sequence[InboundMessage] = (),
     ) -> list[tuple[OutboxRecord, str | None]]:
         """Like :meth:`send_text`, with each chunk's outbox row (as queued) and its message id or None.
 
@@ -116,10 +124,12 @@ class Delivery:
         """
         adapter = self._adapters[platform]
         chunks = self._render(adapter, text)
+        done = [self._store.inbox_mark_done(m.platform, m.event_id) for m in answers]
         if not chunks:
+            await asyncio.gather(*done)
             return []
         markup = adapter.capabilities.markup.value
-        records = await self._store.outbox_add(
+        add = self._store.outbox_add(
             turn_id,
             platform,
             chat_id,
@@ -129,6 +139,8 @@ class Delivery:
                 for i, chunk in enumerate(chunks)
             ],
         )
+        # Queued in this order, so the writer commits the rows no later than the done marks.
+        records, *_ = await asyncio.gather(add, *done)
         return [(record, await self._deliver(adapter, record)) for record in records]
 
     async def edit_text(self, record: OutboxRecord | int, text: str) -> list[str]:

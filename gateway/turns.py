@@ -149,11 +149,10 @@ class TurnRunner:
             thread_id=batch[0].thread_id,
             reply_to=batch[-1].message_id,
             text=reply,
+            answers=batch,
         )
         if progress is not None:
             await progress.finish()
-        for message in batch:
-            await self._store.inbox_mark_done(message.platform, message.event_id)
 
     def _progress_for(self, turn_id: str, first: InboundMessage) -> ToolProgress | None:
         """The turn's tool progress message, when configured and the platform can edit messages."""

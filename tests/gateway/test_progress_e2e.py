@@ -26,7 +26,7 @@ def no_edit_interval(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def turn_done(running: Running) -> None:
-    """The turn marks its events done after the reply and the progress's final edit (timeout: hang guard)."""
+    """The turn marks its events done together with recording its reply (timeout: hang guard)."""
     async with asyncio.timeout(30):
         while await running.store.inbox_unfinished():
             await asyncio.sleep(0.02)
@@ -48,6 +48,9 @@ async def test_a_turn_with_tool_calls_shows_one_progress_message_edited_then_the
     message = await running.adapter.inject("what did we plan for Lisbon?", chat_id="c1")
     await running.adapter.wait_sent(2)
     await turn_done(running)
+    async with asyncio.timeout(30):  # the final edit follows the reply (hang guard only)
+        while not (running.adapter.edits and running.adapter.edits[-1].text.startswith("Used:")):
+            await asyncio.sleep(0.02)
     progress, reply = running.adapter.sent
     assert progress.text.startswith("Working on it: searching past conversations")
     assert progress.reply_to is None
