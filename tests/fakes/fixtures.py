@@ -8,6 +8,7 @@ import pytest
 import pytest_asyncio
 
 from tests.fakes.model_server import ModelServer
+from tests.fakes.relay_platform import RelayPlatform
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -26,3 +27,14 @@ def model_server(model_server_session: ModelServer) -> Iterator[ModelServer]:
     """The session's fake model server, reset to a clean state for this test."""
     model_server_session.reset()
     yield model_server_session
+
+
+@pytest_asyncio.fixture
+async def relay() -> AsyncIterator[RelayPlatform]:
+    """The out-of-process test platform (``--relay URL`` of ``tests.fakes.run_gateway``)."""
+    platform = RelayPlatform()
+    await platform.start()
+    try:
+        yield platform
+    finally:
+        await platform.stop()

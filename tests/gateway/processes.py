@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,3 +58,14 @@ def wait_for_log(path: Path, pattern: str, *, process: subprocess.Popen[str], li
             raise AssertionError(f"process exited with {process.returncode} before logging {pattern!r}")
         time.sleep(0.05)
     raise AssertionError(f"no log line matched {pattern!r} within {limit}s")
+
+
+async def until(predicate: Callable[[], bool], process: subprocess.Popen[bytes], what: str, *, limit: float) -> None:
+    """Wait for ``predicate()`` while ``process`` lives; ``limit`` (seconds) only stops a hang."""
+    deadline = time.monotonic() + limit
+    while not predicate():
+        if process.poll() is not None:
+            raise AssertionError(f"the gateway exited with {process.returncode} while waiting for {what}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what} after {limit:g}s")
+        await asyncio.sleep(0.02)

@@ -22,12 +22,10 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest_asyncio
 
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter
@@ -35,6 +33,7 @@ from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.relay_platform import RelayPlatform, Sent
 from tests.gateway.conftest import GatewayFactory, write_config
 from tests.gateway.processes import REPO, clean_env
+from tests.gateway.processes import until as wait_until
 
 CHATS = 20
 PER_CHAT = 10
@@ -42,16 +41,6 @@ KILL_AFTER_ANSWERED = 40
 """Messages named by delivered replies before the SIGKILL (a fifth of the burst)."""
 HANG_GUARD = 180.0
 TAG = re.compile(r"c(\d\d)-m(\d\d)")
-
-
-@pytest_asyncio.fixture
-async def relay() -> AsyncIterator[RelayPlatform]:
-    platform = RelayPlatform()
-    await platform.start()
-    try:
-        yield platform
-    finally:
-        await platform.stop()
 
 
 def chat_name(chat: int) -> str:
@@ -76,15 +65,9 @@ def launch(home: Path, config: Path, relay_url: str) -> subprocess.Popen[bytes]:
         )  # fmt: skip
 
 
+
 async def until(predicate: Callable[[], bool], process: subprocess.Popen[bytes], what: str) -> None:
-    """Wait for ``predicate()`` while ``process`` lives; the limit only stops a hang."""
-    deadline = time.monotonic() + HANG_GUARD
-    while not predicate():
-        if process.poll() is not None:
-            raise AssertionError(f"the gateway exited with {process.returncode} while waiting for {what}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what} after {HANG_GUARD:g}s")
-        await asyncio.sleep(0.02)
+    await wait_until(predicate, process, what, limit=HANG_GUARD)
 
 
 async def terminate(process: subprocess.Popen[bytes]) -> int:

@@ -12,11 +12,9 @@ import signal
 import subprocess
 import sys
 import urllib.request
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 import yaml
 
 from tests.adapters.discord.conftest import ALICE, discord_section, eventually
@@ -27,16 +25,6 @@ from tests.gateway.processes import REPO, clean_env
 
 pytestmark = pytest.mark.slow
 HANG_GUARD = 120.0
-
-
-@pytest_asyncio.fixture
-async def relay() -> AsyncIterator[RelayPlatform]:
-    platform = RelayPlatform()
-    await platform.start()
-    try:
-        yield platform
-    finally:
-        await platform.stop()
 
 
 def write_config(home: Path, model_server: ModelServer, discord: dict) -> Path:

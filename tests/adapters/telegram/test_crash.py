@@ -25,7 +25,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +33,7 @@ from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import BotMessage, TelegramAPI, User
 from tests.gateway.conftest import write_config
 from tests.gateway.processes import REPO, clean_env
+from tests.gateway.processes import until as wait_until
 
 CHATS = 20
 PER_CHAT = 10
@@ -52,14 +52,9 @@ def launch(home: Path, config: Path) -> subprocess.Popen[bytes]:
         )  # fmt: skip
 
 
+
 async def until(predicate: Callable[[], bool], process: subprocess.Popen[bytes], what: str) -> None:
-    deadline = time.monotonic() + HANG_GUARD
-    while not predicate():
-        if process.poll() is not None:
-            raise AssertionError(f"the gateway exited with {process.returncode} while waiting for {what}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what} after {HANG_GUARD:g}s")
-        await asyncio.sleep(0.02)
+    await wait_until(predicate, process, what, limit=HANG_GUARD)
 
 
 def named(replies: list[BotMessage]) -> Counter[str]:
