@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -10,7 +12,14 @@ import structlog
 from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
-from aiogram.exceptions import ClientDecodeError, TelegramAPIError, TelegramUnauthorizedError
+from aiogram.exceptions import (
+    ClientDecodeError,
+    TelegramAPIError,
+    TelegramNetworkError,
+    TelegramRetryAfter,
+    TelegramServerError,
+    TelegramUnauthorizedError,
+)
 from aiogram.methods import DeleteWebhook, GetMe, SetWebhook
 from aiogram.utils.token import TokenValidationError, validate_token
 
@@ -25,6 +34,10 @@ from .webhook import WebhookServer
 log = structlog.get_logger(__name__)
 
 START_TIMEOUT = 30
+
+
+class _Unreachable(AdapterError):
+    """Telegram could not be reached, or answered with a server error: worth trying again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +74,7 @@ class TelegramAdapter(Adapter):
         self._sender: Sender | None = None
         self._poller: Poller | None = None
         self._webhook: WebhookServer | None = None
+        self._connecting: asyncio.Task[None] | None = None
 
     @classmethod
     def from_config(cls, section: Any) -> TelegramAdapter:
@@ -84,14 +98,43 @@ class TelegramAdapter(Adapter):
 
     # --- lifecycle ---------------------------------------------------------------------------
     async def start(self, intake: Intake) -> None:
+        """Connect; if Telegram cannot be reached right now, keep trying in the background (DEGRADED
+        meanwhile) instead of leaving the bot deaf until the next restart. A rejected token or a
+        refused webhook setting fails at once."""
         self._set_state(AdapterState.STARTING, "connecting to Telegram")
         self._bot = self.new_bot()
         self._sender = Sender(self._bot)
-        identity = await self._identify(self._bot)
+        try:
+            await self._connect(self._bot, intake)
+        except _Unreachable as error:
+            self._set_state(AdapterState.DEGRADED, f"{error}; trying again in the background")
+            log.warning("telegram.start_deferred", reason=str(error))
+            self._connecting = asyncio.create_task(self._keep_connecting(self._bot, intake), name="telegram-connect")
+
+    async def _keep_connecting(self, bot: Bot, intake: Intake) -> None:
+        attempt = 0
+        while True:
+            attempt += 1
+            await asyncio.sleep(self.settings.polling.backoff(attempt))
+            try:
+                await self._connect(bot, intake)
+            except _Unreachable as error:
+                wait = self.settings.polling.backoff(attempt + 1)
+                self._set_state(AdapterState.DEGRADED, f"{error}; trying again in about {wait:.0f} s")
+                log.warning("telegram.connect_retry", attempt=attempt, reason=str(error))
+            except AdapterError as error:
+                log.error("telegram.failed", reason=str(error))
+                return
+            else:
+                log.info("telegram.connected", attempts=attempt + 1)
+                return
+
+    async def _connect(self, bot: Bot, intake: Intake) -> None:
+        identity = await self._identify(bot)
         if self.settings.mode == "webhook":
-            await self._start_webhook(self._bot, identity, intake)
+            await self._start_webhook(bot, identity, intake)
         else:
-            await self._call_at_start(self._bot, DeleteWebhook(drop_pending_updates=False), "deleteWebhook")
+            await self._call_at_start(bot, DeleteWebhook(drop_pending_updates=False), "deleteWebhook")
             self._poller = Poller(self.new_bot, identity, intake, self._set_state, self._note_inbound,
                                   self.settings.polling)  # fmt: skip
             self._set_state(AdapterState.RUNNING, f"long polling as @{identity.username}")
@@ -129,13 +172,20 @@ class TelegramAdapter(Adapter):
             detail = "Telegram rejected the bot token (401); set a valid token from @BotFather"
             self._set_state(AdapterState.FAILED, detail)
             raise AdapterError(detail) from error
-        except (TelegramAPIError, ClientDecodeError) as error:
+        except (TelegramNetworkError, TelegramServerError, TelegramRetryAfter, ClientDecodeError) as error:
             where = self.settings.api_base_url or "api.telegram.org"
-            detail = f"{name} failed at start ({error}); check the network and that {where} is reachable"
+            raise _Unreachable(f"{name} failed ({error}); check the network and that {where} is reachable") from error
+        except TelegramAPIError as error:
+            detail = f"Telegram refused {name} at start: {error}"
             self._set_state(AdapterState.FAILED, detail)
             raise AdapterError(detail) from error
 
     async def stop_intake(self) -> None:
+        if self._connecting is not None:
+            connecting, self._connecting = self._connecting, None
+            connecting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await connecting
         if self._poller is not None:
             poller, self._poller = self._poller, None
             await poller.stop()
