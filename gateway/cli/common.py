@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+
+import structlog
 
 from config import ConfigError, LoadedConfig, load_config
 from storage import StorageError, Store
@@ -39,6 +42,7 @@ def run_with_store(args: argparse.Namespace, command: Callable[[Store], Awaitabl
     Safe while the gateway runs: the database is in WAL mode and writes retry on contention.
     """
     loaded = load_config_or_exit(args)
+    log_warnings_to_stderr()
 
     async def main() -> int:
         loaded.db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -53,3 +57,13 @@ def run_with_store(args: argparse.Namespace, command: Callable[[Store], Awaitabl
     except StorageError as error:
         print(f"switchboard {name}: {error}", file=sys.stderr)
         return 1
+
+
+def log_warnings_to_stderr() -> None:
+    """Stdout carries the command's output (``--json`` must parse); log lines go to stderr, warnings up."""
+    structlog.configure(
+        processors=[structlog.processors.add_log_level, structlog.dev.ConsoleRenderer(colors=False)],
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        cache_logger_on_first_use=False,
+    )

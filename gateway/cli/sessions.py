@@ -17,16 +17,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
-import structlog
 
-from gateway.cli.common import add_config_option, load_config_or_exit
+from gateway.cli.common import add_config_option, load_config_or_exit, log_warnings_to_stderr
 from storage import MessageRecord, SearchHit, SessionRecord, StorageError, Store
 
 EXIT_OK = 0
@@ -159,7 +157,7 @@ def export_command(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, command: Callable[[Store | None], Awaitable[int]]) -> int:
     loaded = load_config_or_exit(args)
-    _log_warnings_to_stderr()
+    log_warnings_to_stderr()
 
     async def main() -> int:
         async with _opened(loaded.db_path, loaded.settings.storage.synchronous) as store:
@@ -183,16 +181,6 @@ async def _opened(path: Any, synchronous: str) -> AsyncIterator[Store | None]:
         yield store
     finally:
         await store.close()
-
-
-def _log_warnings_to_stderr() -> None:
-    """Stdout carries the command's output (``--json`` must parse); log lines go to stderr, warnings up."""
-    structlog.configure(
-        processors=[structlog.processors.add_log_level, structlog.dev.ConsoleRenderer(colors=False)],
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
-        cache_logger_on_first_use=False,
-    )
 
 
 def _not_found(session_id: str) -> int:
