@@ -42,7 +42,7 @@ def render(checks: Sequence[Check]) -> str:
     for check in checks:
         line = f"{check.status.value:<4}  {check.name.ljust(width)}  {check.detail}"
         if check.fix:
-            line += f". Fix: {check.fix}"
+            line = f"{line.rstrip('.')}. Fix: {check.fix}"
         lines.append(line)
     failed = sum(check.status is Status.FAIL for check in checks)
     skipped = sum(check.status is Status.SKIP for check in checks)
