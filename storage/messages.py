@@ -22,7 +22,7 @@ import aiosqlite
 
 from storage.cjk import message_cjk_tokens
 from storage.errors import SessionNotFoundError, StorageError
-from storage.records import MessageRecord, NewMessage, tool_calls_from_json, tool_calls_to_json
+from storage.records import MessageRecord, NewMessage, message_record, tool_calls_from_json, tool_calls_to_json
 
 __all__ = [
     "MESSAGE_COLUMNS",
@@ -177,7 +177,7 @@ def _insert_rows(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], now: flo
 
 
 def _record(message_id: int, session_id: str, seq: int, now: float, message: NewMessage) -> MessageRecord:
-    return MessageRecord(
+    return message_record(
         message_id,
         session_id,
         seq,
@@ -195,7 +195,10 @@ def _record(message_id: int, session_id: str, seq: int, now: float, message: New
 
 def record_from_row(row: Sequence[Any]) -> MessageRecord:
     """A ``MessageRecord`` from a row selected with ``MESSAGE_COLUMNS``."""
-    return MessageRecord(*row[:5], tool_calls_from_json(row[5]), *row[6:])
+    return message_record(
+        row[0], row[1], row[2], row[3], row[4], tool_calls_from_json(row[5]) if row[5] else (),
+        row[6], row[7], row[8], row[9], row[10], row[11],
+    )  # fmt: skip
 
 
 async def load_messages(conn: aiosqlite.Connection, session_id: str, *, after_seq: int = 0) -> list[MessageRecord]:

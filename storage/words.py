@@ -21,9 +21,11 @@ path is unchanged: no trigger or column was added to ``messages``.
 
 The vocabulary is filled in the background (``storage/indexer.py``), in
 slices of messages above a watermark (``search_progress.words_through``).
-Messages above the watermark (the tail, usually a few hundred rows at most)
-are scanned with ``LIKE`` when a query runs, so a message is found the moment
-its append returns. A stale word (one no message contains any more) only costs
+Messages above the watermark (the tail: a few hundred rows when the writer is
+idle, up to about half of ``TAIL_ROWS`` during a burst of appends, when the
+indexer holds back) are scanned with ``LIKE`` when a query runs, so a message
+is found the moment its append returns; such a query costs a few ms more while
+the tail is long. A stale word (one no message contains any more) only costs
 a wasted OR branch, so removing messages never has to touch the vocabulary.
 
 Limits, by design: the substring must lie inside one word as unicode61 cuts
@@ -56,6 +58,7 @@ __all__ = [
     "MIN_SUBSTRING",
     "TAIL_ROWS",
     "Slice",
+    "backlog",
     "fold",
     "message_words",
     "read_slice",
@@ -128,6 +131,10 @@ _FILL_SCRATCH: Final = """
     SELECT id, content, tool_name, tool_calls FROM messages
     WHERE id > (SELECT words_through FROM search_progress WHERE singleton = 1) AND id <= ?
 """
+_BACKLOG: Final = """
+    SELECT max(0, coalesce((SELECT max(id) FROM messages), 0) - words_through)
+    FROM search_progress WHERE singleton = 1
+"""
 _NEW_WORDS: Final = f"""
     SELECT term FROM temp.word_scratch_terms
     WHERE length(term) BETWEEN {MIN_WORD} AND {MAX_WORD}
@@ -161,6 +168,12 @@ def read_slice(conn: sqlite3.Connection, *, rows: int) -> Slice:
         conn.execute(_CLEAR_SCRATCH)
     words = tuple(sorted(term for (term,) in found if not _CJK_ONLY.fullmatch(term)))
     return Slice(through=int(through), rows=int(count), words=words)
+
+
+def backlog(conn: sqlite3.Connection) -> int:
+    """How many messages lie above the watermark, at most (two index probes; ids may have gaps)."""
+    row = conn.execute(_BACKLOG).fetchone()
+    return int(row[0] or 0)
 
 
 def record_words(conn: sqlite3.Connection, *, words: Sequence[str], through: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from agent.messages import ChatMessage, ToolCall
 from storage import MergePolicy, MessageRecord, NewMessage, SessionNotFoundError, Store, ToolCallRecord
+from storage.records import _MESSAGE_FIELDS, message_record
 from tests.storage.conftest import new_session, user
 
 
@@ -152,6 +154,17 @@ async def test_records_are_immutable(store: Store) -> None:
     assert isinstance(record, MessageRecord)
     with pytest.raises(AttributeError):
         record.content = "changed"  # type: ignore[misc]
+
+
+def test_the_fast_record_constructor_builds_the_same_record() -> None:
+    values = (7, "s1", 3, "assistant", "text", (ToolCallRecord("c1", "terminal", "{}"),), None, None, "why", 12,
+              1.5, "p9")  # fmt: skip
+    fast = message_record(*values)
+    assert fast == MessageRecord(*values)
+    assert hash(fast) == hash(MessageRecord(*values))
+    assert [f.name for f in dataclasses.fields(MessageRecord)] == list(_MESSAGE_FIELDS)
+    with pytest.raises(AttributeError):
+        fast.content = "changed"  # type: ignore[misc]
 
 
 async def test_index_stays_consistent_through_many_batches_and_merges(db_path: Path) -> None:

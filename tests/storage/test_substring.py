@@ -11,6 +11,7 @@ import pytest
 import pytest_asyncio
 
 from storage import NewMessage, SearchHit, Store
+from storage.indexer import WordIndexer
 from storage.search import HIGHLIGHT
 from storage.words import MAX_WORD, message_words
 from tests.storage.conftest import new_session, user
@@ -113,6 +114,30 @@ async def test_background_indexer_catches_up(db_path: Path) -> None:
             await asyncio.sleep(0.01)
         assert progress(db_path) == (1, 1)
         assert "backgrounded" in vocabulary(db_path)
+
+
+async def test_busy_writer_defers_indexing_until_the_backlog_grows(manual: Store, db_path: Path) -> None:
+    """While appends keep coming the indexer works only past its backlog bound; once they stop it catches up."""
+    writer = manual._writer  # the store's own indexer is off; this one has small bounds
+    indexer = WordIndexer(manual._indexer._thread, writer, writer.progress, interval=0.01, slice_rows=20,
+                          busy_backlog=50)  # fmt: skip
+    session = await new_session(manual)
+    indexer.start()
+    try:
+        for n in range(60):  # each batch commits, so every tick of the indexer sees a busy writer
+            await manual.append_messages(session.id, [user(f"busyword{n}x filler") for _ in range(5)])
+            await asyncio.sleep(0.002)
+        watermark, last = progress(db_path)
+        assert last == 300
+        assert watermark > 0  # the backlog passed 50: indexed while busy
+        for _ in range(1000):  # polls a condition; the time it takes is not what is tested
+            if progress(db_path) == (300, 300):
+                break
+            await asyncio.sleep(0.01)
+        assert progress(db_path) == (300, 300)
+        assert {"busyword0x", "busyword59x"} <= vocabulary(db_path)
+    finally:
+        await indexer.close()
 
 
 @pytest.mark.parametrize(
