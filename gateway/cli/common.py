@@ -63,7 +63,7 @@ def log_warnings_to_stderr() -> None:
     """Stdout carries the command's output (``--json`` must parse); log lines go to stderr, warnings up."""
     structlog.configure(
         processors=[structlog.processors.add_log_level, structlog.dev.ConsoleRenderer(colors=False)],
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        logger_factory=lambda *_: structlog.PrintLogger(sys.stderr),  # today's sys.stderr, not the one at configure time
         wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
         cache_logger_on_first_use=False,
     )
