@@ -194,6 +194,8 @@ class TelegramConfig(Section):
     """Polling mode: seconds one getUpdates request waits for new messages (long polling)."""
     stall_timeout: Annotated[float, _between(2.0, 3600.0)] = 120.0
     """Polling mode: seconds without a successful getUpdates before polling is restarted on a new connection."""
+    webhook_check_interval: Annotated[float, _between(1.0, 3600.0)] = 60.0
+    """Webhook mode: seconds between getWebhookInfo checks (lost registration, Telegram failing to reach us)."""
 
 
 class DiscordConfig(Section):

@@ -30,6 +30,7 @@ from .convert import PLATFORM, BotIdentity
 from .polling import ALLOWED_UPDATES, Poller, PollingSettings
 from .sending import Sender
 from .webhook import WebhookServer
+from .webhook_watch import WebhookWatchdog
 
 log = structlog.get_logger(__name__)
 
@@ -49,6 +50,8 @@ class TelegramSettings:
     webhook_secret: str | None = None
     webhook_host: str = "127.0.0.1"
     webhook_port: int = 8443
+    webhook_check_interval: float = 60.0
+    """Webhook mode: seconds between getWebhookInfo checks of Telegram's delivery to us."""
     polling: PollingSettings = PollingSettings()
 
 
@@ -74,6 +77,7 @@ class TelegramAdapter(Adapter):
         self._sender: Sender | None = None
         self._poller: Poller | None = None
         self._webhook: WebhookServer | None = None
+        self._watchdog: WebhookWatchdog | None = None
         self._connecting: asyncio.Task[None] | None = None
 
     @classmethod
@@ -86,6 +90,7 @@ class TelegramAdapter(Adapter):
                 token=section.token, api_base_url=section.api_base_url, mode=section.mode,
                 webhook_url=section.webhook_url, webhook_secret=section.webhook_secret,
                 webhook_host=section.webhook_listen.host, webhook_port=section.webhook_listen.port,
+                webhook_check_interval=section.webhook_check_interval,
                 polling=PollingSettings(poll_timeout=section.poll_timeout, stall_timeout=section.stall_timeout),
             )
         )  # fmt: skip
@@ -151,19 +156,26 @@ class TelegramAdapter(Adapter):
 
     async def _start_webhook(self, bot: Bot, identity: BotIdentity, intake: Intake) -> None:
         url, secret = self.settings.webhook_url or "", self.settings.webhook_secret or ""
+        listen = f"{self.settings.webhook_host}:{self.settings.webhook_port}"
+        setting = SetWebhook(url=url, secret_token=secret, allowed_updates=ALLOWED_UPDATES, drop_pending_updates=False)
+        watchdog = WebhookWatchdog(bot, setting, interval=self.settings.webhook_check_interval, listen=listen,
+                                   running_detail="", report=self._set_state)  # fmt: skip
         self._webhook = WebhookServer(
             bot, identity, intake, secret=secret, path=urlsplit(url).path or "/", host=self.settings.webhook_host,
-            port=self.settings.webhook_port, on_inbound=self._note_inbound,
+            port=self.settings.webhook_port, on_inbound=self._note_inbound, on_reached=watchdog.note_delivery,
         )  # fmt: skip
         await self._webhook.start()
-        setting = SetWebhook(url=url, secret_token=secret, allowed_updates=ALLOWED_UPDATES, drop_pending_updates=False)
         try:
             await self._call_at_start(bot, setting, "setWebhook")
         except AdapterError:
             await self._webhook.stop()
             raise
-        self._set_state(AdapterState.RUNNING, f"webhook {url} as @{identity.username}, listening on "
-                        f"{self.settings.webhook_host}:{self._webhook.bound_port}")  # fmt: skip
+        running = (f"webhook {url} as @{identity.username}, listening on {self.settings.webhook_host}:"
+                   f"{self._webhook.bound_port}")  # fmt: skip
+        self._set_state(AdapterState.RUNNING, running)
+        watchdog.running_detail = running
+        self._watchdog = watchdog
+        watchdog.start()
 
     async def _call_at_start(self, bot: Bot, method: Any, name: str) -> Any:
         try:
@@ -189,6 +201,9 @@ class TelegramAdapter(Adapter):
         if self._poller is not None:
             poller, self._poller = self._poller, None
             await poller.stop()
+        if self._watchdog is not None:
+            watchdog, self._watchdog = self._watchdog, None
+            await watchdog.stop()
         if self._webhook is not None:
             webhook, self._webhook = self._webhook, None
             await webhook.stop()

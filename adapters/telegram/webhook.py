@@ -39,6 +39,7 @@ class WebhookServer:
         host: str,
         port: int,
         on_inbound: Callable[[], None],
+        on_reached: Callable[[], None] = lambda: None,
     ) -> None:
         self._bot = bot
         self._identity = identity
@@ -48,6 +49,8 @@ class WebhookServer:
         self._host = host
         self._port = port
         self._on_inbound = on_inbound
+        self._on_reached = on_reached
+        """Called for every request that carries the secret: Telegram can reach us."""
         self._runner: web.AppRunner | None = None
         self.bound_port: int | None = None
 
@@ -79,6 +82,7 @@ class WebhookServer:
                         reason="missing secret header" if not presented else "wrong secret header",
                         hint="only Telegram, with the secret given to setWebhook, may post here")  # fmt: skip
             return web.Response(status=403, text="forbidden")
+        self._on_reached()
         try:
             update = Update.model_validate(await request.json(), context={"bot": self._bot})
         except (ValueError, ValidationError) as error:

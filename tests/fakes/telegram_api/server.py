@@ -17,6 +17,7 @@ The test side (see :mod:`.users` for injecting user messages):
 * :attr:`TelegramAPI.conflict` - answer ``getUpdates`` with 409, as when a
   second instance polls the same token; :meth:`TelegramAPI.stall` - hold
   ``getUpdates`` requests open without answering until :meth:`unstall`.
+* Webhooks and their failures: see :mod:`.webhooks`.
 """
 
 from __future__ import annotations
@@ -29,12 +30,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from .builders import Chat, User
 from .html_check import ParseError, parse_html, utf16_length
-from .users import UserSide
+from .webhooks import WebhookSide
 from .wire import Failure, as_bool, as_int, as_json, error, failure, ok, read_params
 
 MAX_LENGTH = 4096
@@ -70,7 +70,7 @@ class BotMessage:
     edits: list[str] = field(default_factory=list)
 
 
-class TelegramAPI(UserSide):
+class TelegramAPI(WebhookSide):
     def __init__(self, token: str = "123456789:TEST-token", host: str = "127.0.0.1", port: int = 0) -> None:
         super().__init__()
         self.token = token
@@ -80,9 +80,6 @@ class TelegramAPI(UserSide):
         self.sent: list[BotMessage] = []
         self.calls: list[Call] = []
         self.actions: list[tuple[int, str, int | None]] = []
-        self.webhook: dict[str, Any] | None = None
-        self.webhook_deliveries: list[tuple[int, int]] = []
-        """(update_id, HTTP status) for every webhook POST made."""
         self.conflict = False
         self.blocked: set[int] = set()
         self._failures: dict[str, list[Failure]] = {}
@@ -194,29 +191,6 @@ class TelegramAPI(UserSide):
                 return error(409, CONFLICT_POLLING)
             return ok(list(self.updates[:limit]))
 
-    async def _api_deletewebhook(self, params: dict[str, Any]) -> web.Response:
-        async with self.changed:
-            self.webhook = None
-            if as_bool(params.get("drop_pending_updates")):
-                self.updates.clear()
-            self.changed.notify_all()
-        return ok(True)
-
-    async def _api_setwebhook(self, params: dict[str, Any]) -> web.Response:
-        if not params.get("url"):
-            return error(400, "Bad Request: bad webhook: An HTTPS URL must be provided for webhook")
-        async with self.changed:
-            self.webhook = {"url": params["url"], "secret_token": params.get("secret_token"),
-                            "allowed_updates": as_json(params.get("allowed_updates"))}  # fmt: skip
-            if as_bool(params.get("drop_pending_updates")):
-                self.updates.clear()
-            self.changed.notify_all()
-        return ok(True)
-
-    async def _api_getwebhookinfo(self, params: dict[str, Any]) -> web.Response:
-        url = self.webhook["url"] if self.webhook else ""
-        return ok({"url": url, "has_custom_certificate": False, "pending_update_count": len(self.updates)})
-
     async def _api_sendchataction(self, params: dict[str, Any]) -> web.Response:
         chat = self.chats.get(as_int(params.get("chat_id")) or 0)
         if chat is None:
@@ -283,28 +257,6 @@ class TelegramAPI(UserSide):
         if message.thread_id is not None:
             data.update(message_thread_id=message.thread_id, is_topic_message=True)
         return data
-
-    # --- webhook delivery --------------------------------------------------------------------
-    async def _push_webhooks(self) -> None:
-        """Like Telegram: POST pending updates to the webhook in order; an update stays until answered 200."""
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
-            while True:
-                async with self.changed:
-                    await self.changed.wait_for(lambda: self.webhook is not None and bool(self.updates))
-                    hook, update = dict(self.webhook or {}), self.updates[0]
-                headers = {"X-Telegram-Bot-Api-Secret-Token": hook["secret_token"]} if hook.get("secret_token") else {}
-                try:
-                    async with session.post(hook["url"], json=update, headers=headers) as response:
-                        status = response.status
-                except (aiohttp.ClientError, TimeoutError):
-                    status = 0
-                async with self.changed:
-                    self.webhook_deliveries.append((update["update_id"], status))
-                    if status == 200:
-                        self.acknowledge_below(update["update_id"] + 1)
-                    self.changed.notify_all()
-                if status != 200:
-                    await asyncio.sleep(0.2)
 
 
 def _appearance(text: str, parse_mode: str | None, visible: str) -> tuple[str, str]:
