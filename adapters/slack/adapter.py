@@ -4,8 +4,9 @@ Inbound: see :mod:`adapters.slack.convert` for which events become messages,
 :mod:`adapters.slack.threads` for the threads where replies need no mention
 and :mod:`adapters.slack.app` for when Slack gets its ack. Outbound:
 chat.postMessage in mrkdwn, in the thread the message came from; chat.update
-for edits. Slack has no typing indicator for bots, so :meth:`typing` does
-nothing.
+for edits. Sender names come from users.info (:mod:`adapters.slack.users`,
+scope ``users:read``). Slack has no typing indicator for bots, so
+:meth:`typing` does nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from adapters.slack.http_mode import HttpReceiver
 from adapters.slack.identity import BotIdentity
 from adapters.slack.socket_mode import SocketReceiver
 from adapters.slack.threads import ThreadMemory
+from adapters.slack.users import UserNames
 from gateway.events import Markup, OutboundMessage
 
 log = structlog.get_logger(__name__)
@@ -63,6 +65,7 @@ class SlackAdapter(Adapter):
         self._socket: SocketReceiver | None = None
         self._http: HttpReceiver | None = None
         self._threads: ThreadMemory | None = None
+        self._names: UserNames | None = None
         self.bot: BotIdentity | None = None
 
     @classmethod
@@ -107,7 +110,8 @@ class SlackAdapter(Adapter):
             raise sending.startup_error("auth.test", "platforms.slack.bot_token (xoxb-…)", error) from error
         self.bot = BotIdentity.from_auth_test(identity.data)  # type: ignore[arg-type]
         self._threads = ThreadMemory(self._client, self.bot)
-        self._sink = EventSink(self.bot, self._threads, self._note_inbound)
+        self._names = UserNames(self._client)
+        self._sink = EventSink(self.bot, self._threads, self._names, self._note_inbound)
         self._sink.open(intake)
         app = build_app(self._client, settings.signing_secret or "", self.bot, self._sink)
         if settings.mode == "http":
@@ -147,6 +151,8 @@ class SlackAdapter(Adapter):
             await self._sink.drain()
         if self._threads is not None:
             await self._threads.close()
+        if self._names is not None:
+            await self._names.close()
 
     async def _release(self) -> None:
         await self._stop_receivers()

@@ -16,6 +16,11 @@ twice, and neither is the second copy of a mention in a thread.
 A channel thread reply without a mention (:class:`ThreadReply`) first needs
 the answer of :class:`ThreadMemory` (the bot takes part in the thread?), which
 may ask Slack; that lookup counts against the same budget as intake.
+
+Before intake, the sender's display name is filled in from
+:class:`UserNames` (``users.info``, cached); that wait is bounded by the
+cache's own lookup timeout, also inside the ack budget, and a missing name
+only leaves ``user_name`` empty.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import replace
 from typing import Any, Final
 
 import structlog
@@ -36,6 +42,7 @@ from adapters.base import Intake
 from adapters.slack.convert import Skip, ThreadReply, to_inbound
 from adapters.slack.identity import BotIdentity
 from adapters.slack.threads import ThreadMemory
+from adapters.slack.users import UserNames
 from gateway.events import ChatType, InboundMessage
 
 log = structlog.get_logger(__name__)
@@ -47,9 +54,12 @@ ACK_BUDGET: Final = 2.0
 class EventSink:
     """Bolt's listener for every event: convert, hand to intake, decide the ack."""
 
-    def __init__(self, bot: BotIdentity, threads: ThreadMemory, on_accepted: Callable[[], None]) -> None:
+    def __init__(
+        self, bot: BotIdentity, threads: ThreadMemory, names: UserNames, on_accepted: Callable[[], None]
+    ) -> None:
         self._bot = bot
         self._threads = threads
+        self._names = names
         self._on_accepted = on_accepted
         self._intake: Intake | None = None
         self._late: set[asyncio.Task[bool]] = set()
@@ -89,15 +99,22 @@ class EventSink:
         return await self._hand_over(self._accept(intake, result), result, fields)
 
     async def _accept(self, intake: Intake, message: InboundMessage) -> bool:
-        await intake(message)
+        await intake(await self._named(message))
         return True
 
     async def _thread_reply(self, intake: Intake, reply: ThreadReply, fields: dict[str, str]) -> bool:
         if not await self._threads.takes_part(*reply.thread):
             log.debug("slack.event.ignored", reason="reply in a thread the bot takes no part in", **fields)
             return False
-        await intake(reply.message)
+        await intake(await self._named(reply.message))
         return True
+
+    async def _named(self, message: InboundMessage) -> InboundMessage:
+        """The message with its sender's display name, when Slack tells it in time."""
+        if message.user_name or not message.user_id.startswith(("U", "W")):  # B…: a bot id, not a user
+            return message
+        name = await self._names.name_of(message.user_id)
+        return replace(message, user_name=name) if name else message
 
     async def _hand_over(
         self, work: Coroutine[Any, Any, bool], message: InboundMessage, fields: dict[str, str]

@@ -7,6 +7,8 @@ as they do in production.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +24,7 @@ from gateway.agent_factory import build_agent
 from gateway.app import Gateway
 from gateway.runner import search_function
 from storage import Store
-from tests.fakes.model_server import ModelServer
+from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.slack_api import APP_TOKEN, BOT_TOKEN, FakeSlack
 from tests.gateway.conftest import write_config
 
@@ -96,8 +98,13 @@ def slack_home(tmp_path: Path) -> Iterator[Path]:
 
 @pytest_asyncio.fixture
 async def start_slack(model_server: ModelServer, fake_slack: FakeSlack, slack_home: Path) -> AsyncIterator[SlackFactory]:
-    """Start a gateway whose only platform is Slack; every one started is shut down at the end."""
+    """Start a gateway whose only platform is Slack; every one started is shut down at the end.
+
+    The model answers ``ok: <what the user said>``: without the gateway's notes and, in shared
+    threads, without the ``NAME: `` the gateway puts before each message (tests may replace it).
+    """
     started: list[RunningSlack] = []
+    model_server.responder = lambda record: Text(f"ok: {spoken(record.last_user_text)[:40]}")
 
     async def start(mode: str = "http", **section: Any) -> RunningSlack:
         path = write_config(slack_home, model_server, {"platforms": {"slack": slack_section(fake_slack, mode, **section)}})
@@ -115,3 +122,12 @@ async def start_slack(model_server: ModelServer, fake_slack: FakeSlack, slack_ho
     yield start
     for running in started:
         await running.gateway.shutdown()
+
+
+GATEWAY_NOTE = re.compile(r"\[(?:This message comes from|Several people talk)[^\]]*\]")
+SENDER = re.compile(r"^[^:\n]{1,40}: ")
+
+
+def spoken(user_text: str) -> str:
+    """The user's own words in a model request: the gateway's notes and sender name taken off."""
+    return SENDER.sub("", GATEWAY_NOTE.sub("", user_text).strip())

@@ -72,7 +72,8 @@ def test_mention_and_dm_against_local_slack(local_slack: Path, tmp_path: Path, m
     result = run_driver(local_slack, mode, tmp_path)
     mention = result["mention_reply"]
     assert mention["thread_ts"] == result["root_ts"], "the reply must open a thread under the mention"
-    assert mention["text"].startswith("ok: hello emulator")
+    # A channel thread is shared: the model saw the sender's name (from users.info) before the text.
+    assert mention["text"].startswith("ok: alice: hello emulator")
     assert result["dm_reply"]["channel"] == result["dm_channel"]
     assert result["dm_reply"]["text"] == "ok: hello in private"
     # local-slack sends a channel mention both as `message` and as `app_mention`: still one turn, one post.

@@ -2,9 +2,10 @@
 
 Web API (``POST`` or ``GET /api/<method>``, form, JSON or query arguments,
 token in the ``Authorization`` header): auth.test, chat.postMessage,
-chat.update, apps.connections.open and conversations.replies (over the
+chat.update, apps.connections.open, conversations.replies (over the
 bot's posts and the user messages a test recorded with :meth:`record`, see
-:mod:`.history`); any other method answers ``{"ok": false, "error":
+:mod:`.history`) and users.info (over :attr:`FakeSlack.users`, see
+:mod:`.users`, which can also answer ``missing_scope``); any other method answers ``{"ok": false, "error":
 "unknown_method"}``. Every call is recorded in :attr:`FakeSlack.calls`; posts
 and updates also land in :attr:`posts` and :attr:`updates`.
 
@@ -30,6 +31,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from .history import History
+from .users import Directory
 
 BOT_TOKEN = "xoxb-test-token"
 APP_TOKEN = "xapp-test-token"
@@ -114,6 +116,7 @@ class FakeSlack:
         self.envelopes_sent: list[str] = []
         self.connections = 0
         self.history = History()
+        self.users = Directory()
         self._failures: dict[str, deque[Failure]] = defaultdict(deque)
         self._sockets: list[web.WebSocketResponse] = []
         self._ts = itertools.count(1)
@@ -210,6 +213,7 @@ class FakeSlack:
             "chat.update": self._update,
             "apps.connections.open": self._connections_open,
             "conversations.replies": self._replies,
+            "users.info": self._users_info,
         }.get(method)
         if handler is None:
             return web.json_response({"ok": False, "error": "unknown_method"})
@@ -250,6 +254,11 @@ class FakeSlack:
         if token != BOT_TOKEN:
             return {"ok": False, "error": "invalid_auth"}
         return self.history.replies(args)
+
+    async def _users_info(self, args: dict[str, Any], token: str | None) -> dict[str, Any]:
+        if token != BOT_TOKEN:
+            return {"ok": False, "error": "invalid_auth"}
+        return await self.users.info(args)
 
     async def _connections_open(self, args: dict[str, Any], token: str | None) -> dict[str, Any]:
         if token != APP_TOKEN:
