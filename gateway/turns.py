@@ -40,7 +40,7 @@ from gateway import hygiene
 from gateway.conversations import Conversation, Conversations
 from gateway.convert import to_new
 from gateway.delivery import Delivery
-from gateway.events import InboundMessage
+from gateway.events import ChatType, InboundMessage
 from gateway.logs import bind
 from gateway.metrics import Metrics
 from gateway.progress import ToolProgress
@@ -130,7 +130,7 @@ class TurnRunner:
         if resume:
             log.info("turn.resumed", events=len(batch))
         else:
-            user = ChatMessage.user(compose(batch))
+            user = ChatMessage.user(compose(batch, named=self._shared(batch[0])))
             await self._store.append_messages(ref.record.id, [to_new(user, platform_message_id=event_tag(batch))])
             history.append(user)
         history = await self._repair_tail(ref, history)
@@ -153,6 +153,12 @@ class TurnRunner:
         )
         if progress is not None:
             await progress.finish()
+
+    def _shared(self, message: InboundMessage) -> bool:
+        """Whether several people talk in this message's session (a group thread or topic, or a
+        group when ``group_per_user`` is off): then each message is stored with its sender's name."""
+        key = session_key_for(message, group_per_user=self._group_per_user)
+        return key.user_id is None and message.chat_type is not ChatType.DM
 
     def _progress_for(self, turn_id: str, first: InboundMessage) -> ToolProgress | None:
         """The turn's tool progress message, when configured and the platform can edit messages."""
@@ -229,7 +235,7 @@ class TurnRunner:
                     history,
                     user_time=batch[-1].timestamp,
                     observer=observer,
-                    ephemeral=overlay(batch, conversation),
+                    ephemeral=overlay(batch, conversation, shared=self._shared(batch[0])),
                     known_prompt_tokens=ref.record.last_prompt_tokens or None,
                 )
         except ModelUnavailableError as error:
@@ -319,8 +325,12 @@ class _Persist:
             self._metrics.cost.inc(cost_usd)
 
 
-def compose(batch: Sequence[InboundMessage]) -> str:
-    """The user's turn: the messages' texts in order, with a note for files the model cannot see."""
+def compose(batch: Sequence[InboundMessage], *, named: bool = False) -> str:
+    """The user's turn: the messages' texts in order, with a note for files the model cannot see.
+
+    ``named``: the session is shared by several people, so each message starts with its sender's
+    name (``Alice: ...``); the stored history then keeps who said what.
+    """
     parts = []
     for message in batch:
         text = message.text.strip()
@@ -328,8 +338,16 @@ def compose(batch: Sequence[InboundMessage]) -> str:
             f"[{a.kind}{' ' + a.name if a.name else ''} attached; you cannot open attachments here]"
             for a in message.attachments
         ]
-        parts.append("\n".join(p for p in [text, *notes] if p))
+        part = "\n".join(p for p in [text, *notes] if p)
+        if part and named:
+            part = f"{sender(message)}: {part}"
+        parts.append(part)
     return "\n\n".join(p for p in parts if p) or "(an empty message)"
+
+
+def sender(message: InboundMessage) -> str:
+    """The sender's name on one line (their id when the platform gave no name)."""
+    return " ".join((message.user_name or message.user_id).split()) or message.user_id
 
 
 def event_tag(batch: Sequence[InboundMessage]) -> str:
@@ -346,13 +364,14 @@ def covered_events(conversation: Conversation) -> list[str]:
     return []
 
 
-def overlay(batch: Sequence[InboundMessage], conversation: Conversation) -> str | None:
+def overlay(batch: Sequence[InboundMessage], conversation: Conversation, *, shared: bool = False) -> str | None:
     """Call-time context the frozen prompt must not hold: who is speaking, why the session is new."""
     notes = []
     first = batch[0]
-    if first.chat_type.value != "dm":
-        name = first.user_name or first.user_id
-        notes.append(f"[This message comes from {name} in a group chat.]")
+    if shared:
+        notes.append("[Several people talk in this thread; each of their messages starts with the sender's name.]")
+    elif first.chat_type is not ChatType.DM:
+        notes.append(f"[This message comes from {sender(first)} in a group chat.]")
     if conversation.reset_reason == "idle":
         notes.append("[The previous conversation ended after a long pause; this one starts without its history.]")
     elif conversation.reset_reason == "daily":

@@ -165,3 +165,25 @@ async def test_interrupt_mode_answers_the_newest_message_with_the_earlier_one_in
     await asyncio.sleep(0.2)
     assert len(running.adapter.sent) == 1
     assert await running.store.inbox_unfinished() == []
+
+
+async def test_in_a_shared_thread_each_message_keeps_its_senders_name(
+    start_gateway: GatewayFactory, model_server: ModelServer
+) -> None:
+    running = await start_gateway()
+    model_server.responder = lambda record: Text("noted")
+    group = {"chat_id": "g1", "chat_type": ChatType.GROUP, "mentioned": True}
+    await running.adapter.inject("the deploy is at five", user_id="u1", user_name="Alice", thread_id="t1", **group)
+    await running.adapter.wait_sent(1)
+    await running.adapter.inject("make it six", user_id="u2", user_name="Bob\nSmith", thread_id="t1", **group)
+    await running.adapter.wait_sent(2)
+    users = [m for m in model_server.last_request.messages if m["role"] == "user"]
+    text = str(users)
+    assert "Alice: the deploy is at five" in text and "Bob Smith: make it six" in text
+    assert "Several people talk in this thread" in model_server.last_request.last_user_text
+
+    # Outside threads each user has a session of their own: no names in the text, the note names them.
+    await running.adapter.inject("just me here", user_id="u3", user_name="Carol", **group)
+    await running.adapter.wait_sent(3)
+    last = model_server.last_request.last_user_text
+    assert last.startswith("just me here") and "[This message comes from Carol in a group chat.]" in last

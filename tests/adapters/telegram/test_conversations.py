@@ -12,12 +12,14 @@ from tests.fakes.telegram_api.wire import as_bool
 BOT = "@switchboard_test_bot"
 
 
-OVERLAY = re.compile(r"\[This message comes from [^\]]*\]")
+OVERLAY = re.compile(r"\[(?:This message comes from|Several people talk)[^\]]*\]")
+SENDER = re.compile(r"^[^:\n]{1,40}: ")
 
 
 def said(user_text: str) -> str:
-    """What the user wrote, without the gateway's "who is speaking" note."""
-    return OVERLAY.sub("", user_text).strip()
+    """What the user wrote, without the gateway's "who is speaking" note or, in a shared topic,
+    the sender's name before it."""
+    return SENDER.sub("", OVERLAY.sub("", user_text).strip())
 
 
 def echo(model_server: ModelServer) -> None:
@@ -130,6 +132,8 @@ async def test_forum_topics_are_separate_sessions_answered_in_their_topic(
     ]  # fmt: skip
     history = str(model_server.last_request.messages)
     assert "apples in seven" in history and "pears" not in history and "unaddressed" not in history
+    # A topic is shared: each stored message keeps who said it.
+    assert f"Alice: {BOT} apples in seven" in history and f"Bob: {BOT} more in seven" in history
     sessions = await run.store.list_sessions(platform="telegram")
     assert sorted((s.chat_id, s.thread_id, s.user_id) for s in sessions) == [
         (str(forum.id), "7", None), (str(forum.id), "9", None),
