@@ -14,7 +14,9 @@ One gap is left to the platform: a crash after the platform accepted a chunk
 but before it was marked sent makes :meth:`Delivery.resume` send that chunk
 again. Every attempt at a chunk therefore carries the same
 ``OutboundMessage.nonce`` (see :func:`chunk_nonce`), so a platform with
-idempotent sends shows it once.
+idempotent sends shows it once; a send that may repeat an accepted attempt (a
+retry after a network error, any send by :meth:`Delivery.resume`) is marked
+``maybe_sent`` so an adapter without such keys can look for the chunk first.
 
 Edits (:meth:`Delivery.edit_text`) go through the outbox too: the new text is
 written to the chunk's row, which goes back to ``pending`` while keeping its
@@ -209,24 +211,30 @@ class Delivery:
             if adapter is None:
                 log.warning("delivery.no_adapter", platform=record.platform, outbox_id=record.id)
                 continue
-            if await self._deliver(adapter, record):
+            if await self._deliver(adapter, record, resumed=True):
                 delivered += 1
         if delivered:
             log.info("delivery.resumed", chunks=delivered)
         return delivered
 
-    async def _deliver(self, adapter: Adapter, record: OutboxRecord) -> str | None:
+    async def _deliver(self, adapter: Adapter, record: OutboxRecord, *, resumed: bool = False) -> str | None:
         if record.status == "sent" or (record.status == "failed" and record.platform_message_id is not None):
             return record.platform_message_id  # delivered (a failed row with an id is an edit given up)
         chat = (record.platform, record.chat_id)
         async with self._chat_locks.hold(chat):
-            return await self._attempts(adapter, record, chat)
+            return await self._attempts(adapter, record, chat, resumed=resumed)
 
-    async def _attempts(self, adapter: Adapter, record: OutboxRecord, chat: tuple[str, str]) -> str | None:
-        """Send the chunk, or edit its message when the row is a pending edit; returns the message id."""
+    async def _attempts(
+        self, adapter: Adapter, record: OutboxRecord, chat: tuple[str, str], *, resumed: bool = False
+    ) -> str | None:
+        """Send the chunk, or edit its message when the row is a pending edit; returns the message id.
+
+        ``resumed``: pending from before a restart; as attempt starts are not recorded, it may have landed.
+        """
         text, markup = record.text, Markup(record.markup or Markup.PLAIN.value)
         policy = self._policy
         editing = record.platform_message_id is not None
+        maybe_sent = resumed or record.attempts > 0
         for attempt in range(1, policy.max_attempts + 1):
             await self._wait_budget(chat)
             try:
@@ -236,7 +244,7 @@ class Delivery:
                 else:
                     message_id = await adapter.send(OutboundMessage(
                         chat_id=record.chat_id, text=text, thread_id=record.thread_id, reply_to=record.reply_to,
-                        markup=markup, nonce=chunk_nonce(record),
+                        markup=markup, nonce=chunk_nonce(record), maybe_sent=maybe_sent,
                     ))  # fmt: skip
             except MarkupRejected as error:
                 if markup is Markup.PLAIN:
@@ -257,6 +265,7 @@ class Delivery:
             except DeliveryError as error:
                 if not error.retryable:
                     return await self._give_up(record, str(error))
+                maybe_sent = True  # a network error or timeout says nothing about whether it arrived
                 await self._backoff(record, attempt, error)
                 continue
             except AdapterError as error:  # e.g. an adapter that cannot edit

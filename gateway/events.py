@@ -99,3 +99,10 @@ class OutboundMessage:
     """Stable for one outbox chunk, also when it is sent again after a restart. An adapter passes it
     to a platform that accepts an idempotency key (Discord's ``nonce``), so a chunk the platform
     accepted just before a crash is not shown twice when the outbox sends it again."""
+    maybe_sent: bool = False
+    """True when an earlier attempt at this chunk may have reached the platform without its answer
+    reaching us: a retry after a network error or server failure, or a send by ``Delivery.resume``
+    after a restart (the outbox does not record that an attempt started, so a resumed chunk may have
+    been accepted just before the crash). A platform without idempotency keys (Slack) can first look
+    for the chunk by its ``nonce``; adapters that ignore this field still work, at the risk of a
+    duplicate."""

@@ -3,8 +3,9 @@
 Inbound: see :mod:`adapters.slack.convert` for which events become messages,
 :mod:`adapters.slack.threads` for the threads where replies need no mention
 and :mod:`adapters.slack.app` for when Slack gets its ack. Outbound:
-chat.postMessage in mrkdwn, in the thread the message came from; chat.update
-for edits. Sender names come from users.info (:mod:`adapters.slack.users`,
+chat.postMessage in mrkdwn, in the thread the message came from, with the
+chunk's nonce in message metadata so a resend finds it
+(:mod:`adapters.slack.resend`); chat.update for edits. Sender names come from users.info (:mod:`adapters.slack.users`,
 scope ``users:read``). Slack has no typing indicator for bots, so
 :meth:`typing` does nothing.
 """
@@ -24,6 +25,7 @@ from adapters.slack.app import EventSink, build_app
 from adapters.slack.convert import PLATFORM
 from adapters.slack.http_mode import HttpReceiver
 from adapters.slack.identity import BotIdentity
+from adapters.slack.resend import PostedLookup
 from adapters.slack.socket_mode import SocketReceiver
 from adapters.slack.threads import ThreadMemory
 from adapters.slack.users import UserNames
@@ -66,6 +68,7 @@ class SlackAdapter(Adapter):
         self._http: HttpReceiver | None = None
         self._threads: ThreadMemory | None = None
         self._names: UserNames | None = None
+        self._lookup: PostedLookup | None = None
         self.bot: BotIdentity | None = None
 
     @classmethod
@@ -111,6 +114,7 @@ class SlackAdapter(Adapter):
         self.bot = BotIdentity.from_auth_test(identity.data)  # type: ignore[arg-type]
         self._threads = ThreadMemory(self._client, self.bot)
         self._names = UserNames(self._client)
+        self._lookup = PostedLookup(self._client, self.bot)
         self._sink = EventSink(self.bot, self._threads, self._names, self._note_inbound)
         self._sink.open(intake)
         app = build_app(self._client, settings.signing_secret or "", self.bot, self._sink)
@@ -170,8 +174,9 @@ class SlackAdapter(Adapter):
 
     # --- outbound --------------------------------------------------------------------------
     async def send(self, message: OutboundMessage) -> str:
-        # Slack takes no idempotency key for chat.postMessage, so ``message.nonce`` is not sent.
-        ts = await sending.post(self._client, message)
+        # chat.postMessage takes no idempotency key: when an earlier attempt may have landed, look first.
+        found = await self._lookup.find(message) if message.maybe_sent and self._lookup is not None else None
+        ts = found or await sending.post(self._client, message)
         if message.thread_id and self._threads is not None and not message.chat_id.startswith("D"):
             self._threads.remember(message.chat_id, message.thread_id)  # replies there continue without a mention
         return ts

@@ -31,6 +31,7 @@ from adapters.base import (
     RecipientUnavailable,
     TransientDeliveryError,
 )
+from adapters.slack.resend import metadata
 from gateway.events import Markup, OutboundMessage
 
 NOT_RETRIED_BY_CLIENT: Final = frozenset({"chat.postMessage"})
@@ -84,6 +85,8 @@ async def post(client: AsyncWebClient, message: OutboundMessage) -> str:
     arguments: dict[str, Any] = {"channel": message.chat_id, "text": text, "mrkdwn": formatted}
     if message.thread_id:
         arguments["thread_ts"] = message.thread_id
+    if message.nonce:
+        arguments["metadata"] = metadata(message.nonce)  # how a resend finds it (adapters.slack.resend)
     with translate_errors("chat.postMessage", message.chat_id):
         response = await client.chat_postMessage(**arguments)
     return str(response["ts"])

@@ -1,4 +1,7 @@
-"""The fake workspace's message history, for ``conversations.replies``.
+"""The fake workspace's message history, for ``conversations.replies`` and ``conversations.history``.
+
+A message's ``metadata`` is only in the answer when the call sets
+``include_all_metadata``, as on Slack.
 
 The bot's posts land here by themselves (chat.postMessage); what users wrote
 is only known to the fake when a test records it with
@@ -33,9 +36,34 @@ class History:
             return {"ok": False, "error": "thread_not_found"}
         limit = max(1, min(int(args.get("limit") or 1000), 1000))
         start = int(args.get("cursor") or 0)
-        page = thread[start : start + limit]
+        page = [_shown(m, args) for m in thread[start : start + limit]]
         more = start + limit < len(thread)
         return {
             "ok": True, "messages": page, "has_more": more,
             "response_metadata": {"next_cursor": str(start + limit) if more else ""},
         }  # fmt: skip
+
+    def channel(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Slack's answer to conversations.history: top-level messages (thread replies left out), newest first."""
+        channel = str(args.get("channel") or "")
+        in_channel = self._messages.get(channel)
+        if in_channel is None:
+            return {"ok": False, "error": "channel_not_found"}
+        top = sorted(
+            (m for m in in_channel.values() if m.get("thread_ts") in (None, m["ts"])), key=lambda m: -float(m["ts"])
+        )
+        limit = max(1, min(int(args.get("limit") or 100), 1000))
+        start = int(args.get("cursor") or 0)
+        page = [_shown(m, args) for m in top[start : start + limit]]
+        more = start + limit < len(top)
+        return {
+            "ok": True, "messages": page, "has_more": more,
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+        }  # fmt: skip
+
+
+def _shown(message: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
+    """The message as the call sees it: without ``metadata`` unless ``include_all_metadata`` is set."""
+    if str(args.get("include_all_metadata") or "").lower() in ("1", "true"):
+        return dict(message)
+    return {key: value for key, value in message.items() if key != "metadata"}

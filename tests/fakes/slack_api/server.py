@@ -2,9 +2,10 @@
 
 Web API (``POST`` or ``GET /api/<method>``, form, JSON or query arguments,
 token in the ``Authorization`` header): auth.test, chat.postMessage,
-chat.update, apps.connections.open, conversations.replies (over the
-bot's posts and the user messages a test recorded with :meth:`record`, see
-:mod:`.history`) and users.info (over :attr:`FakeSlack.users`, see
+chat.update, apps.connections.open, conversations.replies and
+conversations.history (over the bot's posts, with the ``metadata`` they were
+posted with when ``include_all_metadata`` is set, and the user messages a test
+recorded with :meth:`record`, see :mod:`.history`) and users.info (over :attr:`FakeSlack.users`, see
 :mod:`.users`, which can also answer ``missing_scope``); any other method answers ``{"ok": false, "error":
 "unknown_method"}``. Every call is recorded in :attr:`FakeSlack.calls`; posts
 and updates also land in :attr:`posts` and :attr:`updates`.
@@ -15,7 +16,8 @@ Socket Mode: apps.connections.open (with the app token) returns
 :meth:`wait_acked` waits for the app's ack of it.
 
 Failures are scripted per method with :meth:`fail_next` (a status, headers and
-JSON body, or a dropped connection) and used up one per call.
+JSON body, or a dropped connection, before or after the call took effect) and
+used up one per call.
 """
 
 from __future__ import annotations
@@ -56,16 +58,18 @@ class Post:
     thread_ts: str | None
     ts: str
     mrkdwn: Any
+    metadata: Any = None
 
 
 @dataclass(frozen=True)
 class Failure:
-    """One scripted answer: an HTTP status with headers and a JSON body, or ``drop`` the connection."""
+    """One scripted answer: an HTTP status, headers and JSON body, or ``drop`` the connection (``after`` the call)."""
 
     status: int = 200
     body: Mapping[str, Any] = field(default_factory=lambda: {"ok": False, "error": "internal_error"})
     headers: Mapping[str, str] = field(default_factory=dict)
     drop: bool = False
+    after: bool = False
 
     @classmethod
     def rate_limited(cls, retry_after: int) -> Failure:
@@ -82,6 +86,11 @@ class Failure:
     @classmethod
     def dropped(cls) -> Failure:
         return cls(drop=True)
+
+    @classmethod
+    def answer_lost(cls) -> Failure:
+        """Slack carries out the call, then the connection breaks before the answer is sent."""
+        return cls(drop=True, after=True)
 
 
 class FakeSlack:
@@ -200,21 +209,24 @@ class FakeSlack:
         args = await _arguments(request)
         token = _token(request, args)
         await self._notify(lambda: self.calls.append(ApiCall(method, args, token)))
-        if self._failures[method]:
-            failure = self._failures[method].popleft()
-            if failure.drop:
-                assert request.transport is not None
-                request.transport.close()
-                return web.Response()
-            return web.json_response(dict(failure.body), status=failure.status, headers=dict(failure.headers))
         handler = {
             "auth.test": self._auth_test,
             "chat.postMessage": self._post_message,
             "chat.update": self._update,
             "apps.connections.open": self._connections_open,
+            "conversations.history": self._history,
             "conversations.replies": self._replies,
             "users.info": self._users_info,
         }.get(method)
+        if self._failures[method]:
+            failure = self._failures[method].popleft()
+            if failure.after and handler is not None:
+                await handler(args, token)
+            if failure.drop:
+                assert request.transport is not None
+                request.transport.close()
+                return web.Response()
+            return web.json_response(dict(failure.body), status=failure.status, headers=dict(failure.headers))
         if handler is None:
             return web.json_response({"ok": False, "error": "unknown_method"})
         return web.json_response(await handler(args, token))
@@ -233,11 +245,14 @@ class FakeSlack:
         if not args.get("channel"):
             return {"ok": False, "error": "channel_not_found"}
         ts = f"1800000000.{next(self._ts):06d}"
-        post = Post(str(args["channel"]), str(args.get("text") or ""), args.get("thread_ts"), ts, args.get("mrkdwn"))
+        metadata = args.get("metadata")  # slack_sdk posts JSON, so a dict
+        post = Post(str(args["channel"]), str(args.get("text") or ""), args.get("thread_ts"), ts, args.get("mrkdwn"),
+                    metadata)  # fmt: skip
         await self._notify(lambda: self.posts.append(post))
         self.history.add(post.channel, {
             "type": "message", "text": post.text, "user": BOT_USER_ID, "bot_id": BOT_ID, "ts": ts,
             **({"thread_ts": post.thread_ts} if post.thread_ts else {}),
+            **({"metadata": metadata} if metadata else {}),
         })  # fmt: skip
         return {"ok": True, "channel": post.channel, "ts": ts,
                 "message": {"type": "message", "text": post.text, "user": BOT_USER_ID, "bot_id": BOT_ID, "ts": ts}}
@@ -254,6 +269,11 @@ class FakeSlack:
         if token != BOT_TOKEN:
             return {"ok": False, "error": "invalid_auth"}
         return self.history.replies(args)
+
+    async def _history(self, args: dict[str, Any], token: str | None) -> dict[str, Any]:
+        if token != BOT_TOKEN:
+            return {"ok": False, "error": "invalid_auth"}
+        return self.history.channel(args)
 
     async def _users_info(self, args: dict[str, Any], token: str | None) -> dict[str, Any]:
         if token != BOT_TOKEN:

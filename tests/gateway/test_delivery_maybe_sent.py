@@ -1,0 +1,84 @@
+"""``OutboundMessage.maybe_sent``: set only when an earlier attempt at the chunk may have reached the platform."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest_asyncio
+
+from adapters.base import DeliveryError, RateLimited, TransientDeliveryError
+from gateway.delivery import Delivery
+from gateway.events import OutboundMessage
+from gateway.metrics import Metrics
+from storage import Store
+from tests.fakes.adapter import LoopbackAdapter
+
+
+class RecordingAdapter(LoopbackAdapter):
+    """Loopback that remembers every attempt, also the ones that fail."""
+
+    def __init__(self, *failures: DeliveryError) -> None:
+        super().__init__()
+        self.failures = list(failures)
+        self.attempts: list[OutboundMessage] = []
+
+    async def send(self, message: OutboundMessage) -> str:
+        self.attempts.append(message)
+        return await super().send(message)
+
+
+@pytest_asyncio.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    opened = await Store.open(tmp_path / "state.db")
+    yield opened
+    await opened.close()
+
+
+async def no_sleep(_: float) -> None:
+    return None
+
+
+async def send(store: Store, adapter: RecordingAdapter) -> list[str]:
+    delivery = Delivery(store, {adapter.platform: adapter}, Metrics(), sleep=no_sleep)
+    return await delivery.send_text(turn_id="t1", platform="loopback", chat_id="c1", text="hello")
+
+
+async def test_a_first_attempt_is_not_maybe_sent(store: Store) -> None:
+    adapter = RecordingAdapter()
+    assert await send(store, adapter) == ["m1"]
+    assert [m.maybe_sent for m in adapter.attempts] == [False]
+
+
+async def test_a_retry_after_a_transient_error_is_maybe_sent(store: Store) -> None:
+    adapter = RecordingAdapter(TransientDeliveryError("connection reset after the request went out"))
+    assert await send(store, adapter) == ["m1"]
+    first, retry = adapter.attempts
+    assert (first.maybe_sent, retry.maybe_sent) == (False, True)
+    assert first.nonce == retry.nonce is not None
+
+
+async def test_a_retry_after_a_rate_limit_is_not_maybe_sent(store: Store) -> None:
+    """A 429 means the platform did not take the chunk."""
+    adapter = RecordingAdapter(RateLimited(0, "429"))
+    assert await send(store, adapter) == ["m1"]
+    assert [m.maybe_sent for m in adapter.attempts] == [False, False]
+
+
+async def test_a_chunk_sent_by_resume_is_maybe_sent(store: Store) -> None:
+    """The row does not record that an attempt started, so a chunk pending at restart may have landed."""
+    await store.outbox_add("t1", "loopback", "c1", None, ["left over"])
+    adapter = RecordingAdapter()
+    delivery = Delivery(store, {adapter.platform: adapter}, Metrics(), sleep=no_sleep)
+    assert await delivery.resume() == 1
+    [resumed] = adapter.attempts
+    assert (resumed.text, resumed.maybe_sent) == ("left over", True)
+
+
+async def test_a_row_with_counted_attempts_is_maybe_sent(store: Store) -> None:
+    (row,) = await store.outbox_add("t1", "loopback", "c1", None, ["tried before"])
+    await store.outbox_mark_failed(row.id, "timed out")
+    adapter = RecordingAdapter()
+    delivery = Delivery(store, {adapter.platform: adapter}, Metrics(), sleep=no_sleep)
+    assert await delivery.send_text(turn_id="t1", platform="loopback", chat_id="c1", text="tried before") == ["m1"]
+    assert [m.maybe_sent for m in adapter.attempts] == [True]
