@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import re
 import subprocess
 import sys
@@ -69,3 +70,13 @@ async def until(predicate: Callable[[], bool], process: subprocess.Popen[bytes],
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting for {what} after {limit:g}s")
         await asyncio.sleep(0.02)
+
+
+async def terminate(process: subprocess.Popen[bytes], *, limit: float) -> int:
+    """SIGTERM, then the exit status; SIGKILL if it has not exited within ``limit`` seconds (a hang)."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        return await asyncio.to_thread(process.wait, limit)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise

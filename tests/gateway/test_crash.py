@@ -33,6 +33,7 @@ from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.relay_platform import RelayPlatform, Sent
 from tests.gateway.conftest import GatewayFactory, write_config
 from tests.gateway.processes import REPO, clean_env
+from tests.gateway.processes import terminate
 from tests.gateway.processes import until as wait_until
 
 CHATS = 20
@@ -70,14 +71,6 @@ async def until(predicate: Callable[[], bool], process: subprocess.Popen[bytes],
     await wait_until(predicate, process, what, limit=HANG_GUARD)
 
 
-async def terminate(process: subprocess.Popen[bytes]) -> int:
-    """SIGTERM, then the exit status (SIGKILL if it does not exit within the hang guard)."""
-    process.send_signal(signal.SIGTERM)
-    try:
-        return await asyncio.to_thread(process.wait, HANG_GUARD)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        raise
 
 
 def by_chat(replies: list[Sent]) -> dict[str, list[Sent]]:
@@ -171,7 +164,7 @@ async def test_sigkill_mid_burst_every_message_answered_once_in_order(
             texts = {text for _, text in messages}
             await until(lambda: texts <= set(named(relay.sent)), second, "a reply naming every message")
         finally:
-            code = await terminate(second)
+            code = await terminate(second, limit=HANG_GUARD)
         assert code == 0, (home / "stderr.txt").read_text("utf-8")[-3000:]
     finally:
         if feeder is not None:

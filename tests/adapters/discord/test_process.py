@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import subprocess
 import sys
 import urllib.request
@@ -21,7 +20,7 @@ from tests.adapters.discord.conftest import ALICE, discord_section, eventually
 from tests.fakes.discord_api import DiscordEmulator
 from tests.fakes.model_server import ModelServer
 from tests.fakes.relay_platform import RelayPlatform
-from tests.gateway.processes import REPO, clean_env
+from tests.gateway.processes import REPO, clean_env, terminate
 
 pytestmark = pytest.mark.slow
 HANG_GUARD = 120.0
@@ -64,13 +63,6 @@ async def log_line(home: Path, needle: str, process: subprocess.Popen[bytes]) ->
     return found[0]
 
 
-async def stop(process: subprocess.Popen[bytes]) -> int:
-    process.send_signal(signal.SIGTERM)
-    try:
-        return await asyncio.to_thread(process.wait, HANG_GUARD)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        raise
 
 
 def health(url: str) -> dict:
@@ -104,7 +96,7 @@ async def test_a_4014_is_in_the_log_and_health_while_the_other_platform_answers(
         assert "Bot -> Privileged Gateway Intents -> Message Content Intent" in body["adapters"]["discord"]["detail"]
         assert emulator.gateway is not None and len(emulator.gateway.identifies) == 1
     finally:
-        assert await stop(process) == 0
+        assert await terminate(process, limit=HANG_GUARD) == 0
 
 
 async def test_discord_py_rate_limit_waits_reach_the_gateway_log(
@@ -122,4 +114,4 @@ async def test_discord_py_rate_limit_waits_reach_the_gateway_log(
         line = await log_line(home, "We are being rate limited", process)
         assert "discord.http" in line
     finally:
-        assert await stop(process) == 0
+        assert await terminate(process, limit=HANG_GUARD) == 0

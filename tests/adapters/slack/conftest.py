@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from slack_sdk.web.async_client import AsyncWebClient
 
 from config import load_config
 from config.plan import build_plan
@@ -131,3 +132,19 @@ SENDER = re.compile(r"^[^:\n]{1,40}: ")
 def spoken(user_text: str) -> str:
     """The user's own words in a model request: the gateway's notes and sender name taken off."""
     return SENDER.sub("", GATEWAY_NOTE.sub("", user_text).strip())
+
+
+class Clock:
+    """A clock the test moves by hand (``clock.now += 61``)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest_asyncio.fixture
+async def client(fake_slack: FakeSlack) -> AsyncIterator[AsyncWebClient]:
+    """A bare Web API client on the fake, for testing adapter parts without a gateway."""
+    yield AsyncWebClient(token=BOT_TOKEN, base_url=fake_slack.api_url)

@@ -8,10 +8,8 @@ the bot's, without any mention having been seen.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
 from slack_sdk.web.async_client import AsyncWebClient
 
 import adapters.slack.threads as threads_module
@@ -20,7 +18,7 @@ from adapters.slack.adapter import SlackSettings
 from adapters.slack.identity import BotIdentity
 from adapters.slack.threads import ERROR_TTL, NEGATIVE_TTL, ThreadMemory
 from gateway.events import Markup, OutboundMessage
-from tests.adapters.slack.conftest import ALICE, BOB, CHANNEL, SIGNING_SECRET
+from tests.adapters.slack.conftest import ALICE, BOB, CHANNEL, SIGNING_SECRET, Clock
 from tests.adapters.slack.test_ack import Intake
 from tests.fakes.slack_api import (
     BOT_ID,
@@ -37,18 +35,6 @@ from tests.fakes.slack_api import (
 
 BOT = BotIdentity(user_id=BOT_USER_ID, bot_id=BOT_ID, name="switchbot", team_id=TEAM_ID)
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest_asyncio.fixture
-async def client(fake_slack: FakeSlack) -> AsyncIterator[AsyncWebClient]:
-    yield AsyncWebClient(token=BOT_TOKEN, base_url=fake_slack.api_url)
 
 
 def thread_of(api: FakeSlack, *users: str) -> str:

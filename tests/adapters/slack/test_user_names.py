@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
 from slack_sdk.web.async_client import AsyncWebClient
 from structlog.testing import capture_logs
 
 from adapters.slack.users import FAILURE_TTL, NAME_TTL, UserNames, pick_name
-from tests.adapters.slack.conftest import ALICE, BOB, CHANNEL, DM, SlackFactory
+from tests.adapters.slack.conftest import ALICE, BOB, CHANNEL, DM, Clock, SlackFactory
 from tests.adapters.slack.test_threads import deliver, start
 from tests.fakes.model_server import ModelServer
-from tests.fakes.slack_api import BOT_TOKEN, BOT_USER_ID, FakeSlack, mention, message
+from tests.fakes.slack_api import BOT_USER_ID, FakeSlack, mention, message
 
 SPEAKER_NOTE = re.compile(r"\[This message comes from (.*?) in a group chat\.\]")
 NAMED_TEXT = re.compile(r"([^:\n]+): ")
@@ -86,18 +84,6 @@ async def test_without_the_users_read_scope_messages_are_still_answered_under_th
 
 # --- UserNames on its own -------------------------------------------------------------------
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest_asyncio.fixture
-async def client(fake_slack: FakeSlack) -> AsyncIterator[AsyncWebClient]:
-    yield AsyncWebClient(token=BOT_TOKEN, base_url=fake_slack.api_url)
 
 
 def test_display_name_comes_first_then_real_name_then_account_name() -> None:
