@@ -35,6 +35,12 @@ class SessionKey:
     user_id: str | None = None
     """Set only for per-user sessions in groups."""
 
+    @property
+    def shared(self) -> bool:
+        """Several people talk in this session: a group thread or topic, or a whole group when
+        ``group_per_user`` is off."""
+        return self.user_id is None and self.chat_type is not ChatType.DM
+
     def __str__(self) -> str:
         parts = [self.platform, self.chat_type.value, self.chat_id]
         if self.thread_id is not None:

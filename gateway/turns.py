@@ -109,28 +109,37 @@ class TurnRunner:
             # The id comes from the stored tag, i.e. the batch as it was: a crash while the turn's
             # events were being marked done leaves only the later ones unfinished, and an id taken
             # from those would queue the already delivered reply again under a new outbox key.
-            await self._turn(conversation, resumed, resume=True, first_event=covered[0])
+            await self._turn(conversation, resumed, resume=True, shared=key.shared, first_event=covered[0])
             conversation = await self._conversations.open(key)
         if fresh:
-            await self._turn(conversation, fresh, resume=False)
+            await self._turn(conversation, fresh, resume=False, shared=key.shared)
 
     async def _turn(
-        self, conversation: Conversation, batch: list[InboundMessage], *, resume: bool, first_event: str | None = None
+        self,
+        conversation: Conversation,
+        batch: list[InboundMessage],
+        *,
+        resume: bool,
+        shared: bool,
+        first_event: str | None = None,
     ) -> None:
         first = batch[0]
         turn_id = f"{first.platform}:{first_event or first.event_id}"
         short = uuid.uuid5(uuid.NAMESPACE_URL, turn_id).hex[:8]
         with bind(platform=first.platform, chat=first.chat_id, session=conversation.record.id, turn=short):
-            await self._run(conversation, turn_id, batch, resume=resume)
+            await self._run(conversation, turn_id, batch, resume=resume, shared=shared)
 
-    async def _run(self, conversation: Conversation, turn_id: str, batch: list[InboundMessage], *, resume: bool) -> None:
+    async def _run(
+        self, conversation: Conversation, turn_id: str, batch: list[InboundMessage], *, resume: bool, shared: bool
+    ) -> None:
+        """One turn; ``shared``: several people talk in the session, so messages carry their sender's name."""
         started = time.monotonic()
         ref = _SessionRef(conversation.record)
         history = list(conversation.history)
         if resume:
             log.info("turn.resumed", events=len(batch))
         else:
-            user = ChatMessage.user(compose(batch, named=self._shared(batch[0])))
+            user = ChatMessage.user(compose(batch, named=shared))
             await self._store.append_messages(ref.record.id, [to_new(user, platform_message_id=event_tag(batch))])
             history.append(user)
         history = await self._repair_tail(ref, history)
@@ -138,7 +147,7 @@ class TurnRunner:
         history = await self._hygiene(ref, conversation, history, batch[0])
         progress = self._progress_for(turn_id, batch[0])
         try:
-            reply = await self._reply(ref, conversation, history, batch, started, progress)
+            reply = await self._reply(ref, conversation, history, batch, started, shared, progress)
         finally:
             if progress is not None:
                 await progress.stop()  # the progress message is out before the reply, never after
@@ -153,12 +162,6 @@ class TurnRunner:
         )
         if progress is not None:
             await progress.finish()
-
-    def _shared(self, message: InboundMessage) -> bool:
-        """Whether several people talk in this message's session (a group thread or topic, or a
-        group when ``group_per_user`` is off): then each message is stored with its sender's name."""
-        key = session_key_for(message, group_per_user=self._group_per_user)
-        return key.user_id is None and message.chat_type is not ChatType.DM
 
     def _progress_for(self, turn_id: str, first: InboundMessage) -> ToolProgress | None:
         """The turn's tool progress message, when configured and the platform can edit messages."""
@@ -221,6 +224,7 @@ class TurnRunner:
         history: list[ChatMessage],
         batch: Sequence[InboundMessage],
         started: float,
+        shared: bool,
         progress: ToolProgress | None = None,
     ) -> str:
         if history[-1].role == "assistant" and not history[-1].tool_calls:
@@ -235,7 +239,7 @@ class TurnRunner:
                     history,
                     user_time=batch[-1].timestamp,
                     observer=observer,
-                    ephemeral=overlay(batch, conversation, shared=self._shared(batch[0])),
+                    ephemeral=overlay(batch, conversation, shared=shared),
                     known_prompt_tokens=ref.record.last_prompt_tokens or None,
                 )
         except ModelUnavailableError as error:
