@@ -3,6 +3,8 @@ fake model server, and the loopback adapter in place of a platform."""
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,3 +76,13 @@ async def start_gateway(model_server: ModelServer, tmp_path: Path) -> AsyncItera
     yield start
     for running in started:
         await running.gateway.shutdown()
+
+
+GATEWAY_NOTE = re.compile(r"\[(?:This message comes from|Several people talk)[^\]]*\]")
+SENDER = re.compile(r"^[^:\n]{1,40}: ")
+
+
+def spoken(user_text: str) -> str:
+    """The user's own words in a model request: the gateway's call-time note and, in a shared
+    thread, the ``NAME: `` before the message taken off."""
+    return SENDER.sub("", GATEWAY_NOTE.sub("", user_text).strip())

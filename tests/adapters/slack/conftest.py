@@ -7,8 +7,6 @@ as they do in production.
 
 from __future__ import annotations
 
-import re
-
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +25,7 @@ from gateway.runner import search_function
 from storage import Store
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.slack_api import APP_TOKEN, BOT_TOKEN, FakeSlack
-from tests.gateway.conftest import write_config
+from tests.gateway.conftest import spoken, write_config
 
 SIGNING_SECRET = "test-signing-secret"
 ALICE = "U0ALICE"
@@ -123,15 +121,6 @@ async def start_slack(model_server: ModelServer, fake_slack: FakeSlack, slack_ho
     yield start
     for running in started:
         await running.gateway.shutdown()
-
-
-GATEWAY_NOTE = re.compile(r"\[(?:This message comes from|Several people talk)[^\]]*\]")
-SENDER = re.compile(r"^[^:\n]{1,40}: ")
-
-
-def spoken(user_text: str) -> str:
-    """The user's own words in a model request: the gateway's notes and sender name taken off."""
-    return SENDER.sub("", GATEWAY_NOTE.sub("", user_text).strip())
 
 
 class Clock:

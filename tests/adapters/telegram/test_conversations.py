@@ -2,32 +2,21 @@
 
 from __future__ import annotations
 
-import re
-
 from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram, eventually
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import Chat, TelegramAPI, text_mention
 from tests.fakes.telegram_api.wire import as_bool
+from tests.gateway.conftest import spoken
 
 BOT = "@switchboard_test_bot"
 
 
-OVERLAY = re.compile(r"\[(?:This message comes from|Several people talk)[^\]]*\]")
-SENDER = re.compile(r"^[^:\n]{1,40}: ")
-
-
-def said(user_text: str) -> str:
-    """What the user wrote, without the gateway's "who is speaking" note or, in a shared topic,
-    the sender's name before it."""
-    return SENDER.sub("", OVERLAY.sub("", user_text).strip())
-
-
 def echo(model_server: ModelServer) -> None:
-    model_server.responder = lambda record: Text("re: " + said(record.last_user_text))
+    model_server.responder = lambda record: Text("re: " + spoken(record.last_user_text))
 
 
 def user_texts(model_server: ModelServer) -> list[str]:
-    return [said(record.last_user_text) for record in model_server.requests]
+    return [spoken(record.last_user_text) for record in model_server.requests]
 
 
 async def test_a_direct_message_is_answered_in_html_as_a_reply(
