@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import aiosqlite
 
+from storage.bulk import first_hits, json_rows
 from storage.records import InboxRecord
 
-__all__ = ["accept", "mark_done", "prune", "unfinished"]
+__all__ = ["accept", "accept_all", "mark_done", "mark_done_all", "prune", "unfinished"]
 
 _COLUMNS: Final = "id, platform, event_id, session_key, payload, status, received_at, done_at"
 
@@ -31,19 +32,62 @@ def accept(
     now: float,
 ) -> bool:
     """Store the event; False when this platform already delivered this event id."""
+    (result,) = accept_all(conn, [(platform, event_id, session_key, payload_text(payload))], now)
+    return result
+
+
+def payload_text(payload: Mapping[str, Any]) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def accept_all(conn: sqlite3.Connection, items: Sequence[tuple[str, str, str, str]], now: float) -> list[bool]:
+    """A bulk kind: ``(platform, event_id, session_key, payload_text)`` per item; False for an event seen before."""
+    rows = json_rows(items)
+    if rows is None:
+        return [_accept_one(conn, item, now) for item in items]
+    accepted = conn.execute(
+        """INSERT INTO inbox (platform, event_id, session_key, payload, received_at)
+           SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, ?1 FROM json_each(?2) AS j WHERE true
+           ON CONFLICT (platform, event_id) DO NOTHING
+           RETURNING platform, event_id""",
+        (now, rows),
+    ).fetchall()
+    return first_hits([(platform, event_id) for platform, event_id, *_ in items], set(accepted))
+
+
+def _accept_one(conn: sqlite3.Connection, item: tuple[str, str, str, str], now: float) -> bool:
     cursor = conn.execute(
         """INSERT INTO inbox (platform, event_id, session_key, payload, received_at) VALUES (?, ?, ?, ?, ?)
            ON CONFLICT (platform, event_id) DO NOTHING""",
-        (platform, event_id, session_key, json.dumps(payload, ensure_ascii=False, separators=(",", ":")), now),
+        (*item, now),
     )
     return cursor.rowcount == 1
 
 
 def mark_done(conn: sqlite3.Connection, *, platform: str, event_id: str, now: float) -> bool:
     """Mark an accepted event done; False if it is unknown or was already done."""
+    (result,) = mark_done_all(conn, [(platform, event_id)], now)
+    return result
+
+
+def mark_done_all(conn: sqlite3.Connection, items: Sequence[tuple[str, str]], now: float) -> list[bool]:
+    """A bulk kind: ``(platform, event_id)`` per item; False for an event unknown or already done."""
+    rows = json_rows(items)
+    if rows is None:
+        return [_mark_done_one(conn, item, now) for item in items]
+    done = conn.execute(
+        """UPDATE inbox SET status = 'done', done_at = ?1
+           WHERE status = 'accepted' AND (platform, event_id) IN (SELECT j.value->>0, j.value->>1 FROM json_each(?2) AS j)
+           RETURNING platform, event_id""",
+        (now, rows),
+    ).fetchall()
+    return first_hits([tuple(item) for item in items], set(done))
+
+
+def _mark_done_one(conn: sqlite3.Connection, item: tuple[str, str], now: float) -> bool:
     cursor = conn.execute(
         "UPDATE inbox SET status = 'done', done_at = ? WHERE platform = ? AND event_id = ? AND status = 'accepted'",
-        (now, platform, event_id),
+        (now, *item),
     )
     return cursor.rowcount == 1
 

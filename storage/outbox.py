@@ -15,18 +15,29 @@ that message instead of sending a new one, then marks the row sent again.
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Sequence
 from typing import Final
 
 import aiosqlite
 
+from storage.bulk import first_hits, json_rows
 from storage.records import OutboxChunk, OutboxRecord
 
-__all__ = ["add", "edit", "get", "mark_failed", "mark_sent", "pending", "prune"]
+__all__ = ["add", "add_all", "edit", "get", "mark_failed", "mark_sent", "mark_sent_all", "pending", "prune"]
 
 _COLUMNS: Final = (
     "id, turn_id, platform, chat_id, thread_id, chunk_index, text, plain, markup, reply_to, status, "
     "platform_message_id, attempts, created_at, updated_at, last_error"
+)
+
+
+Reply = tuple[str, str, str, str | None, tuple[OutboxChunk, ...]]
+"""What :func:`add_all` takes per item: ``(turn_id, platform, chat_id, thread_id, chunks)``."""
+
+_INSERT_COLUMNS: Final = (
+    "turn_id, platform, chat_id, thread_id, chunk_index, text, plain, markup, reply_to, created_at, updated_at"
 )
 
 
@@ -41,18 +52,41 @@ def add(
     now: float,
 ) -> list[OutboxRecord]:
     """Queue the chunks of one reply; returns their rows in chunk order (existing ones if already queued)."""
-    conn.executemany(
-        """INSERT INTO outbox (turn_id, platform, chat_id, thread_id, chunk_index, text, plain, markup, reply_to,
-                               created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (turn_id, chunk_index) DO NOTHING""",
-        [(turn_id, platform, chat_id, thread_id, index, c.text, c.plain, c.markup, c.reply_to, now, now)
-         for index, c in enumerate(chunks)],
-    )  # fmt: skip
-    rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM outbox WHERE turn_id = ? AND chunk_index < ? ORDER BY chunk_index",
-        (turn_id, len(chunks)),
+    (records,) = add_all(conn, [(turn_id, platform, chat_id, thread_id, chunks)], now)
+    return records
+
+
+def add_all(conn: sqlite3.Connection, items: Sequence[Reply], now: float) -> list[list[OutboxRecord]]:
+    """A bulk kind: queue several replies; per reply, its rows in chunk order (existing ones if queued before)."""
+    rows = [
+        (turn_id, platform, chat_id, thread_id, index, c.text, c.plain, c.markup, c.reply_to)
+        for turn_id, platform, chat_id, thread_id, chunks in items
+        for index, c in enumerate(chunks)
+    ]
+    keys = [(turn_id, len(chunks)) for turn_id, _, _, _, chunks in items]
+    payload = json_rows(rows)
+    if payload is None:
+        conn.executemany(
+            f"""INSERT INTO outbox ({_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (turn_id, chunk_index) DO NOTHING""",
+            [(*row, now, now) for row in rows],
+        )
+    elif rows:
+        conn.execute(
+            f"""INSERT INTO outbox ({_INSERT_COLUMNS})
+                SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5, j.value->>6,
+                       j.value->>7, j.value->>8, ?1, ?1
+                FROM json_each(?2) AS j WHERE true
+                ON CONFLICT (turn_id, chunk_index) DO NOTHING""",
+            (now, payload),
+        )
+    found = conn.execute(
+        f"""SELECT {_COLUMNS} FROM outbox
+            WHERE (turn_id, chunk_index) IN (SELECT j.value->>0, j.value->>1 FROM json_each(?) AS j)""",
+        (json.dumps([(turn_id, index) for turn_id, count in keys for index in range(count)], ensure_ascii=False),),
     ).fetchall()
-    return [OutboxRecord(*row) for row in rows]
+    by_key = {(row[1], row[5]): OutboxRecord(*row) for row in found}
+    return [[by_key[(turn_id, index)] for index in range(count)] for turn_id, count in keys]
 
 
 def edit(
@@ -84,6 +118,28 @@ def mark_sent(
     conn: sqlite3.Connection, *, outbox_id: int, platform_message_id: str | None, now: float
 ) -> bool:
     """Record a delivery; False if the row is unknown or was no longer pending."""
+    (result,) = mark_sent_all(conn, [(outbox_id, platform_message_id)], now)
+    return result
+
+
+def mark_sent_all(conn: sqlite3.Connection, items: Sequence[tuple[int, str | None]], now: float) -> list[bool]:
+    """A bulk kind: ``(outbox_id, platform_message_id)`` per item; False for a row unknown or no longer pending."""
+    first_of_each = {outbox_id: message_id for outbox_id, message_id in reversed(items)}  # the first mark wins
+    payload = json_rows(list(first_of_each.items()))
+    if payload is None:
+        return [_mark_sent_one(conn, item, now) for item in items]
+    sent = conn.execute(
+        """UPDATE outbox SET status = 'sent', platform_message_id = j.value->>1, attempts = attempts + 1,
+                             updated_at = ?1
+           FROM json_each(?2) AS j WHERE outbox.id = j.value->>0 AND outbox.status = 'pending'
+           RETURNING outbox.id""",
+        (now, payload),
+    ).fetchall()
+    return first_hits([outbox_id for outbox_id, _ in items], {row[0] for row in sent})
+
+
+def _mark_sent_one(conn: sqlite3.Connection, item: tuple[int, str | None], now: float) -> bool:
+    outbox_id, platform_message_id = item
     cursor = conn.execute(
         """UPDATE outbox SET status = 'sent', platform_message_id = ?, attempts = attempts + 1, updated_at = ?
            WHERE id = ? AND status = 'pending'""",

@@ -8,6 +8,7 @@ coroutines on an aiosqlite reader connection.
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ __all__ = [
     "NewSession",
     "Usage",
     "add_usage",
+    "add_usage_all",
     "end_session",
     "fetch_session",
     "find_open_session",
@@ -174,30 +176,52 @@ def set_title(conn: sqlite3.Connection, session_id: str, title: str | None) -> s
 
 def add_usage(conn: sqlite3.Connection, session_id: str, usage: Usage, *, now: float) -> None:
     """Add one model call to the session's counters and to the usage log."""
-    cursor = conn.execute(
-        """UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
-                               cache_read_tokens = cache_read_tokens + ?,
-                               cache_write_tokens = cache_write_tokens + ?,
-                               last_prompt_tokens = ?, cost_usd = cost_usd + ?
-           WHERE id = ?""",
-        (
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cache_read_tokens,
-            usage.cache_write_tokens,
-            usage.last_prompt_tokens,
-            usage.cost_usd,
-            session_id,
-        ),
-    )
-    if cursor.rowcount == 0:
-        raise SessionNotFoundError(session_id)
-    conn.execute(
-        """INSERT INTO usage (session_id, at, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                              cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?)""",
-        (session_id, now, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
-         usage.cache_write_tokens, usage.cost_usd),
-    )  # fmt: skip
+    (result,) = add_usage_all(conn, [(session_id, usage)], now)
+    if isinstance(result, SessionNotFoundError):
+        raise result
+
+
+def add_usage_all(
+    conn: sqlite3.Connection, items: Sequence[tuple[str, Usage]], now: float
+) -> list[None | SessionNotFoundError]:
+    """A bulk kind: ``(session_id, usage)`` per model call; the counters of each session move once, by the sum
+    of its calls (``last_prompt_tokens`` from its last call), and every call gets its row in the usage log."""
+    totals: dict[str, list[Any]] = {}
+    for session_id, u in items:
+        total = totals.setdefault(session_id, [session_id, 0, 0, 0, 0, 0, 0.0])
+        total[1] += u.input_tokens
+        total[2] += u.output_tokens
+        total[3] += u.cache_read_tokens
+        total[4] += u.cache_write_tokens
+        total[5] = u.last_prompt_tokens
+        total[6] += u.cost_usd
+    found = {
+        row[0]
+        for row in conn.execute(
+            """UPDATE sessions SET input_tokens = input_tokens + (j.value->>1),
+                                   output_tokens = output_tokens + (j.value->>2),
+                                   cache_read_tokens = cache_read_tokens + (j.value->>3),
+                                   cache_write_tokens = cache_write_tokens + (j.value->>4),
+                                   last_prompt_tokens = j.value->>5, cost_usd = cost_usd + (j.value->>6)
+               FROM json_each(?) AS j WHERE sessions.id = j.value->>0
+               RETURNING sessions.id""",
+            (json.dumps(list(totals.values()), ensure_ascii=False),),
+        )
+    }
+    logged = [
+        (session_id, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cost_usd)
+        for session_id, u in items
+        if session_id in found
+    ]
+    if logged:
+        conn.execute(
+            """INSERT INTO usage (session_id, at, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                                  cost_usd)
+               SELECT j.value->>0, ?1, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5
+               FROM json_each(?2) AS j""",
+            (now, json.dumps(logged, ensure_ascii=False)),
+        )
+    return [None if session_id in found else SessionNotFoundError(session_id) for session_id, _ in items]
 
 
 async def usage_since(conn: aiosqlite.Connection, *, since: float) -> UsageTotals:

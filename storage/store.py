@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from storage import inbox, lineage, messages, outbox, pairing, search, sessions
+from storage.bulk import BulkKind, BulkWrite
 from storage.cache import HistoryCache
 from storage.connection import SYNCHRONOUS_MODES, Role, connect, create_private_file
 from storage.errors import SessionNotFoundError, StorageError, StoreClosedError
@@ -246,7 +247,7 @@ class Store:
             input_tokens=input_tokens, output_tokens=output_tokens, cache_read_tokens=cache_read_tokens,
             cache_write_tokens=cache_write_tokens, last_prompt_tokens=last_prompt_tokens, cost_usd=cost_usd,
         )  # fmt: skip
-        await self._write(partial(sessions.add_usage, session_id=session_id, usage=usage, now=self._clock()))
+        await self._bulk(sessions.add_usage_all, (session_id, usage))
 
     async def usage_since(self, since: float) -> UsageTotals:
         """Every session's model calls at or after ``since`` (epoch seconds), summed."""
@@ -342,11 +343,10 @@ class Store:
 
     async def inbox_accept(self, platform: str, event_id: str, session_key: str, payload: Mapping[str, Any]) -> bool:
         """Record an inbound event; False if this (platform, event_id) was seen before."""
-        return await self._write(partial(inbox.accept, platform=platform, event_id=event_id, session_key=session_key,
-                                         payload=payload, now=self._clock()))  # fmt: skip
+        return await self._bulk(inbox.accept_all, (platform, event_id, session_key, inbox.payload_text(payload)))
 
     async def inbox_mark_done(self, platform: str, event_id: str) -> bool:
-        return await self._write(partial(inbox.mark_done, platform=platform, event_id=event_id, now=self._clock()))
+        return await self._bulk(inbox.mark_done_all, (platform, event_id))
 
     async def inbox_unfinished(self) -> list[InboxRecord]:
         """Accepted events not yet done, oldest first (to resume after a restart)."""
@@ -361,12 +361,10 @@ class Store:
     ) -> list[OutboxRecord]:
         """Queue a reply's chunks for delivery, in order; the same rows again if the turn was queued before."""
         queued = tuple(OutboxChunk(text=c) if isinstance(c, str) else c for c in chunks)
-        return await self._write(partial(outbox.add, turn_id=turn_id, platform=platform, chat_id=chat_id,
-                                         thread_id=thread_id, chunks=queued, now=self._clock()))  # fmt: skip
+        return await self._bulk(outbox.add_all, (turn_id, platform, chat_id, thread_id, queued))
 
     async def outbox_mark_sent(self, outbox_id: int, platform_message_id: str | None) -> bool:
-        return await self._write(partial(outbox.mark_sent, outbox_id=outbox_id,
-                                         platform_message_id=platform_message_id, now=self._clock()))  # fmt: skip
+        return await self._bulk(outbox.mark_sent_all, (outbox_id, platform_message_id))
 
     async def outbox_edit(
         self, outbox_id: int, text: str, *, plain: str | None = None, markup: str | None = None
@@ -440,6 +438,11 @@ class Store:
     async def _write(self, op: Callable[[sqlite3.Connection], T]) -> T:
         self._check_open()
         return await self._writer.run(op)
+
+    async def _bulk(self, kind: BulkKind, item: Any) -> Any:
+        """One item of a write many callers make at once (``storage/bulk.py``): applied with the others queued."""
+        self._check_open()
+        return await self._writer.bulk(BulkWrite(kind, item))
 
     async def _read(self, query: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
         self._check_open()

@@ -1,0 +1,151 @@
+"""Bulk writes: many callers' small writes of one kind, applied together in one transaction.
+
+Each test queues its writes with ``asyncio.gather`` so they land in the same batch of the
+writer, and checks that every caller gets the answer it would have got alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from storage import NewMessage, OutboxChunk, SessionNotFoundError, Store
+from storage.writer import Writer
+from tests.storage.conftest import new_session
+
+
+class _CountingBatches:
+    """Counts the writer's transactions, to show the writes below really shared one."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sizes: list[int] = []
+        commit = Writer._commit
+
+        def counted(writer: Writer, conn: sqlite3.Connection, jobs: list) -> None:  # type: ignore[type-arg]
+            self.sizes.append(len(jobs))
+            commit(writer, conn, jobs)
+
+        monkeypatch.setattr(Writer, "_commit", counted)
+
+
+async def test_a_batch_of_accepts_answers_each_event_as_if_alone(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    await store.inbox_accept("telegram", "seen", "telegram:1", {})
+    batches = _CountingBatches(monkeypatch)
+    results = await asyncio.gather(
+        store.inbox_accept("telegram", "a", "telegram:1", {"n": 1}),
+        store.inbox_accept("telegram", "seen", "telegram:1", {}),  # accepted in an earlier transaction
+        store.inbox_accept("telegram", "a", "telegram:1", {"n": 2}),  # the same event twice in one batch
+        store.inbox_accept("discord", "a", "discord:1", {"n": 3}),
+    )
+    assert batches.sizes == [4]
+    assert results == [True, False, False, True]
+    unfinished = {(r.platform, r.event_id): r.payload for r in await store.inbox_unfinished()}
+    assert unfinished[("telegram", "a")] == {"n": 1}  # the first one queued wins
+    assert unfinished[("discord", "a")] == {"n": 3}
+
+
+async def test_a_batch_of_done_marks(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    for event in ("a", "b"):
+        await store.inbox_accept("slack", event, "slack:T:C", {})
+    batches = _CountingBatches(monkeypatch)
+    results = await asyncio.gather(
+        store.inbox_mark_done("slack", "a"),
+        store.inbox_mark_done("slack", "a"),
+        store.inbox_mark_done("slack", "missing"),
+        store.inbox_mark_done("slack", "b"),
+    )
+    assert batches.sizes == [4]
+    assert results == [True, False, False, True]
+    assert await store.inbox_unfinished() == []
+
+
+async def test_usage_of_several_calls_in_one_batch_adds_up(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = await new_session(store, "telegram:1")
+    second = await new_session(store, "telegram:2")
+    batches = _CountingBatches(monkeypatch)
+    results = await asyncio.gather(
+        store.add_usage(first.id, input_tokens=100, output_tokens=10, cache_read_tokens=7, last_prompt_tokens=900,
+                        cost_usd=0.25),
+        store.add_usage("no-such-session", input_tokens=1),
+        store.add_usage(second.id, input_tokens=5, cache_write_tokens=3, last_prompt_tokens=50),
+        store.add_usage(first.id, input_tokens=20, output_tokens=2, last_prompt_tokens=1200, cost_usd=0.5),
+        return_exceptions=True,
+    )  # fmt: skip
+    assert batches.sizes == [4]
+    assert results[0] is None and results[2] is None and results[3] is None
+    assert isinstance(results[1], SessionNotFoundError)
+    one = await store.get_session(first.id)
+    two = await store.get_session(second.id)
+    assert one is not None and two is not None
+    assert (one.input_tokens, one.output_tokens, one.cache_read_tokens, one.cost_usd) == (120, 12, 7, 0.75)
+    assert one.last_prompt_tokens == 1200  # the later call's prompt size
+    assert (two.input_tokens, two.cache_write_tokens, two.last_prompt_tokens) == (5, 3, 50)
+    totals = await store.usage_since(0)
+    assert (totals.calls, totals.input_tokens) == (3, 125)  # one log row per call, none for the unknown session
+
+
+async def test_replies_queued_in_one_batch_get_their_own_rows(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    earlier = await store.outbox_add("t0", "telegram", "1", None, ["already", "queued"])
+    batches = _CountingBatches(monkeypatch)
+    one, again, two = await asyncio.gather(
+        store.outbox_add("t1", "telegram", "1", None, [OutboxChunk(text="<b>a</b>", plain="a", markup="html",
+                                                                   reply_to="m1"), "b"]),
+        store.outbox_add("t0", "telegram", "1", None, ["already", "queued"]),  # a replay: the same rows back
+        store.outbox_add("t2", "discord", "9", "th", ["c"]),
+    )  # fmt: skip
+    assert batches.sizes == [3]
+    assert [(r.turn_id, r.chunk_index, r.text) for r in one] == [("t1", 0, "<b>a</b>"), ("t1", 1, "b")]
+    assert (one[0].plain, one[0].markup, one[0].reply_to, one[1].reply_to) == ("a", "html", "m1", None)
+    assert [r.id for r in again] == [r.id for r in earlier]
+    assert [(r.platform, r.chat_id, r.thread_id, r.text) for r in two] == [("discord", "9", "th", "c")]
+    assert len(await store.outbox_pending()) == 5
+
+
+async def test_sent_marks_in_one_batch(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = await store.outbox_add("t1", "telegram", "1", None, ["a", "b"])
+    batches = _CountingBatches(monkeypatch)
+    results = await asyncio.gather(
+        store.outbox_mark_sent(rows[0].id, "m-1"),
+        store.outbox_mark_sent(rows[0].id, "m-again"),
+        store.outbox_mark_sent(rows[1].id, None),
+        store.outbox_mark_sent(999_999, "m-x"),
+    )
+    assert batches.sizes == [4]
+    assert results == [True, False, True, False]
+    assert await store.outbox_pending() == []
+    row = await store.outbox_get(rows[0].id)
+    assert row is not None and (row.status, row.platform_message_id, row.attempts) == ("sent", "m-1", 1)
+
+
+async def test_text_with_a_nul_character_is_written_whole(store: Store) -> None:
+    # SQLite's JSON functions cut a string at NUL; such batches take the row-at-a-time path.
+    rows = await store.outbox_add("t-nul", "telegram", "1", None, ["before\0after"])
+    assert rows[0].text == "before\0after"
+    assert await store.inbox_accept("telegram", "e\0nul", "telegram:1", {"text": "x\0y"}) is True
+    assert await store.inbox_accept("telegram", "e\0nul", "telegram:1", {}) is False
+    assert await store.inbox_mark_done("telegram", "e\0nul") is True
+    assert await store.outbox_mark_sent(rows[0].id, "id\0x") is True
+
+
+async def test_appends_and_other_writes_interleaved_in_one_batch(store: Store, db_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    sessions = [await new_session(store, f"telegram:{n}") for n in range(3)]
+    batches = _CountingBatches(monkeypatch)
+    calls = []
+    for n, session in enumerate(sessions):
+        calls.append(store.inbox_accept("telegram", f"e{n}", f"telegram:{n}", {}))
+        calls.append(store.append_messages(session.id, [NewMessage("user", f"hello {n}")]))
+        calls.append(store.add_usage(session.id, input_tokens=n + 1))
+        calls.append(store.append_messages(session.id, [NewMessage("assistant", f"hi {n}")]))
+    results = await asyncio.gather(*calls)
+    assert batches.sizes == [12]
+    for n, session in enumerate(sessions):
+        history = await store.load_messages(session.id)
+        assert [(m.seq, m.content) for m in history] == [(1, f"hello {n}"), (2, f"hi {n}")]
+        assert results[4 * n + 1][0].seq == 1 and results[4 * n + 3][0].seq == 2
+    with sqlite3.connect(db_path) as conn:
+        ids = [row[0] for row in conn.execute("SELECT id FROM messages ORDER BY id")]
+    assert len(ids) == len(set(ids)) == 6
