@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import hashlib
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -125,7 +126,7 @@ class TurnRunner:
     ) -> None:
         first = batch[0]
         turn_id = f"{first.platform}:{first_event or first.event_id}"
-        short = uuid.uuid5(uuid.NAMESPACE_URL, turn_id).hex[:8]
+        short = short_turn_id(turn_id)
         with bind(platform=first.platform, chat=first.chat_id, session=conversation.record.id, turn=short):
             await self._run(conversation, turn_id, batch, resume=resume, shared=shared)
 
@@ -327,6 +328,15 @@ class _Persist:
         cache_write.inc(u.cache_write_tokens)
         if cost_usd:
             self._metrics.cost.inc(cost_usd)
+
+
+_TURN_ID_NAMESPACE = uuid.NAMESPACE_URL.bytes
+
+
+def short_turn_id(turn_id: str) -> str:
+    """The 8 hex characters gateway.log shows as ``turn=``: those of ``uuid5(NAMESPACE_URL, turn_id)``
+    (its first bytes are the SHA-1's), without building the UUID."""
+    return hashlib.sha1(_TURN_ID_NAMESPACE + turn_id.encode(), usedforsecurity=False).hexdigest()[:8]
 
 
 def compose(batch: Sequence[InboundMessage], *, named: bool = False) -> str:
