@@ -19,8 +19,8 @@ delivers the stored reply: every inbound message gets exactly one reply.
 from __future__ import annotations
 
 import asyncio
-import time
 import hashlib
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence

@@ -17,23 +17,9 @@ import aiosqlite
 from storage.bulk import first_hits, json_rows
 from storage.records import InboxRecord
 
-__all__ = ["accept", "accept_all", "mark_done", "mark_done_all", "prune", "unfinished"]
+__all__ = ["accept_all", "mark_done_all", "payload_text", "prune", "unfinished"]
 
 _COLUMNS: Final = "id, platform, event_id, session_key, payload, status, received_at, done_at"
-
-
-def accept(
-    conn: sqlite3.Connection,
-    *,
-    platform: str,
-    event_id: str,
-    session_key: str,
-    payload: Mapping[str, Any],
-    now: float,
-) -> bool:
-    """Store the event; False when this platform already delivered this event id."""
-    (result,) = accept_all(conn, [(platform, event_id, session_key, payload_text(payload))], now)
-    return result
 
 
 def payload_text(payload: Mapping[str, Any]) -> str:
@@ -62,12 +48,6 @@ def _accept_one(conn: sqlite3.Connection, item: tuple[str, str, str, str], now: 
         (*item, now),
     )
     return cursor.rowcount == 1
-
-
-def mark_done(conn: sqlite3.Connection, *, platform: str, event_id: str, now: float) -> bool:
-    """Mark an accepted event done; False if it is unknown or was already done."""
-    (result,) = mark_done_all(conn, [(platform, event_id)], now)
-    return result
 
 
 def mark_done_all(conn: sqlite3.Connection, items: Sequence[tuple[str, str]], now: float) -> list[bool]:

@@ -25,7 +25,7 @@ import aiosqlite
 from storage.bulk import first_hits, json_rows
 from storage.records import OutboxChunk, OutboxRecord
 
-__all__ = ["add", "add_all", "edit", "get", "mark_failed", "mark_sent", "mark_sent_all", "pending", "prune"]
+__all__ = ["Reply", "add_all", "edit", "get", "mark_failed", "mark_sent_all", "pending", "prune"]
 
 _COLUMNS: Final = (
     "id, turn_id, platform, chat_id, thread_id, chunk_index, text, plain, markup, reply_to, status, "
@@ -39,21 +39,6 @@ Reply = tuple[str, str, str, str | None, tuple[OutboxChunk, ...]]
 _INSERT_COLUMNS: Final = (
     "turn_id, platform, chat_id, thread_id, chunk_index, text, plain, markup, reply_to, created_at, updated_at"
 )
-
-
-def add(
-    conn: sqlite3.Connection,
-    *,
-    turn_id: str,
-    platform: str,
-    chat_id: str,
-    thread_id: str | None,
-    chunks: tuple[OutboxChunk, ...],
-    now: float,
-) -> list[OutboxRecord]:
-    """Queue the chunks of one reply; returns their rows in chunk order (existing ones if already queued)."""
-    (records,) = add_all(conn, [(turn_id, platform, chat_id, thread_id, chunks)], now)
-    return records
 
 
 def add_all(conn: sqlite3.Connection, items: Sequence[Reply], now: float) -> list[list[OutboxRecord]]:
@@ -112,14 +97,6 @@ def edit(
         return None
     row = conn.execute(f"SELECT {_COLUMNS} FROM outbox WHERE id = ?", (outbox_id,)).fetchone()
     return OutboxRecord(*row)
-
-
-def mark_sent(
-    conn: sqlite3.Connection, *, outbox_id: int, platform_message_id: str | None, now: float
-) -> bool:
-    """Record a delivery; False if the row is unknown or was no longer pending."""
-    (result,) = mark_sent_all(conn, [(outbox_id, platform_message_id)], now)
-    return result
 
 
 def mark_sent_all(conn: sqlite3.Connection, items: Sequence[tuple[int, str | None]], now: float) -> list[bool]:

@@ -24,7 +24,6 @@ __all__ = [
     "SESSION_SELECT",
     "NewSession",
     "Usage",
-    "add_usage",
     "add_usage_all",
     "end_session",
     "fetch_session",
@@ -172,13 +171,6 @@ def set_title(conn: sqlite3.Connection, session_id: str, title: str | None) -> s
     if cursor.rowcount == 0:
         raise SessionNotFoundError(session_id)
     return cleaned
-
-
-def add_usage(conn: sqlite3.Connection, session_id: str, usage: Usage, *, now: float) -> None:
-    """Add one model call to the session's counters and to the usage log."""
-    (result,) = add_usage_all(conn, [(session_id, usage)], now)
-    if isinstance(result, SessionNotFoundError):
-        raise result
 
 
 def add_usage_all(
