@@ -14,7 +14,9 @@ array read with ``json_each``) and one caller's *item*; the writer hands every
 item of a kind in the batch to that function at once.
 
 A kind returns one result per item, in order; an item that failed gets the
-exception instance as its result and its neighbours are unaffected. SQLite's
+exception instance as its result and its neighbours are unaffected. What a
+kind reads back comes as one row (``json_group_array``), not a row per item:
+the sqlite3 module gives up and retakes the GIL for every row it steps through. SQLite's
 JSON functions cut a string at a NUL character, so a batch whose values hold
 one goes through the kind's row-at-a-time path instead.
 """
@@ -27,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BulkKind", "BulkWrite", "json_rows"]
+__all__ = ["BulkKind", "BulkWrite", "first_hits", "json_rows", "json_result"]
 
 BulkKind = Callable[[sqlite3.Connection, Sequence[Any], float], list[Any]]
 """``kind(conn, items, now)``: apply the items in queue order; one result (or exception instance) per item."""
@@ -56,3 +58,9 @@ def first_hits(keys: Sequence[Any], hit: set[Any]) -> list[bool]:
         results.append(key in hit and key not in seen)
         seen.add(key)
     return results
+
+
+def json_result(conn: sqlite3.Connection, sql: str, parameters: Sequence[Any]) -> list[Any]:
+    """Run a query whose one row holds a ``json_group_array(...)``; returns that array."""
+    row = conn.execute(sql, parameters).fetchone()
+    return json.loads(row[0]) if row and row[0] else []

@@ -14,12 +14,14 @@ from typing import Any, Final
 
 import aiosqlite
 
-from storage.bulk import first_hits, json_rows
+from storage.bulk import first_hits, json_result, json_rows
 from storage.records import InboxRecord
 
 __all__ = ["accept_all", "mark_done_all", "payload_text", "prune", "unfinished"]
 
 _COLUMNS: Final = "id, platform, event_id, session_key, payload, status, received_at, done_at"
+_KEYS_IN: Final = "(SELECT j.value->>0, j.value->>1 FROM json_each(?) AS j)"
+"""The ``(platform, event_id)`` pairs of a JSON array of items."""
 
 
 def payload_text(payload: Mapping[str, Any]) -> str:
@@ -31,14 +33,20 @@ def accept_all(conn: sqlite3.Connection, items: Sequence[tuple[str, str, str, st
     rows = json_rows(items)
     if rows is None:
         return [_accept_one(conn, item, now) for item in items]
-    accepted = conn.execute(
+    keys = [(platform, event_id) for platform, event_id, *_ in items]
+    seen = json_result(
+        conn,
+        f"""SELECT json_group_array(json_array(platform, event_id)) FROM inbox
+            WHERE (platform, event_id) IN {_KEYS_IN}""",
+        (rows,),
+    )
+    conn.execute(
         """INSERT INTO inbox (platform, event_id, session_key, payload, received_at)
            SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, ?1 FROM json_each(?2) AS j WHERE true
-           ON CONFLICT (platform, event_id) DO NOTHING
-           RETURNING platform, event_id""",
+           ON CONFLICT (platform, event_id) DO NOTHING""",
         (now, rows),
-    ).fetchall()
-    return first_hits([(platform, event_id) for platform, event_id, *_ in items], set(accepted))
+    )
+    return first_hits(keys, set(keys) - {tuple(key) for key in seen})
 
 
 def _accept_one(conn: sqlite3.Connection, item: tuple[str, str, str, str], now: float) -> bool:
@@ -55,13 +63,17 @@ def mark_done_all(conn: sqlite3.Connection, items: Sequence[tuple[str, str]], no
     rows = json_rows(items)
     if rows is None:
         return [_mark_done_one(conn, item, now) for item in items]
-    done = conn.execute(
-        """UPDATE inbox SET status = 'done', done_at = ?1
-           WHERE status = 'accepted' AND (platform, event_id) IN (SELECT j.value->>0, j.value->>1 FROM json_each(?2) AS j)
-           RETURNING platform, event_id""",
+    accepted = json_result(
+        conn,
+        f"""SELECT json_group_array(json_array(platform, event_id)) FROM inbox
+            WHERE status = 'accepted' AND (platform, event_id) IN {_KEYS_IN}""",
+        (rows,),
+    )
+    conn.execute(
+        f"UPDATE inbox SET status = 'done', done_at = ? WHERE status = 'accepted' AND (platform, event_id) IN {_KEYS_IN}",
         (now, rows),
-    ).fetchall()
-    return first_hits([tuple(item) for item in items], set(done))
+    )
+    return first_hits([tuple(item) for item in items], {tuple(key) for key in accepted})
 
 
 def _mark_done_one(conn: sqlite3.Connection, item: tuple[str, str], now: float) -> bool:

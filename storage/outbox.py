@@ -18,11 +18,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 import aiosqlite
 
-from storage.bulk import first_hits, json_rows
+from storage.bulk import first_hits, json_result, json_rows
 from storage.records import OutboxChunk, OutboxRecord
 
 __all__ = ["Reply", "add_all", "edit", "get", "mark_failed", "mark_sent_all", "pending", "prune"]
@@ -31,6 +31,16 @@ _COLUMNS: Final = (
     "id, turn_id, platform, chat_id, thread_id, chunk_index, text, plain, markup, reply_to, status, "
     "platform_message_id, attempts, created_at, updated_at, last_error"
 )
+
+
+# JSON writes a REAL with 15 significant digits; quote() writes it so that it reads back exactly.
+_JSON_COLUMNS: Final = _COLUMNS.replace("created_at, updated_at", "quote(created_at), quote(updated_at)")
+
+
+def _from_json(row: list[Any]) -> OutboxRecord:
+    """A record from a row of ``_JSON_COLUMNS`` read back through JSON."""
+    row[13], row[14] = float(row[13]), float(row[14])
+    return OutboxRecord(*row)
 
 
 Reply = tuple[str, str, str, str | None, tuple[OutboxChunk, ...]]
@@ -65,12 +75,13 @@ def add_all(conn: sqlite3.Connection, items: Sequence[Reply], now: float) -> lis
                 ON CONFLICT (turn_id, chunk_index) DO NOTHING""",
             (now, payload),
         )
-    found = conn.execute(
-        f"""SELECT {_COLUMNS} FROM outbox
+    found = json_result(
+        conn,
+        f"""SELECT json_group_array(json_array({_JSON_COLUMNS})) FROM outbox
             WHERE (turn_id, chunk_index) IN (SELECT j.value->>0, j.value->>1 FROM json_each(?) AS j)""",
         (json.dumps([(turn_id, index) for turn_id, count in keys for index in range(count)], ensure_ascii=False),),
-    ).fetchall()
-    by_key = {(row[1], row[5]): OutboxRecord(*row) for row in found}
+    )
+    by_key = {(row[1], row[5]): _from_json(row) for row in found}
     return [[by_key[(turn_id, index)] for index in range(count)] for turn_id, count in keys]
 
 
@@ -105,14 +116,19 @@ def mark_sent_all(conn: sqlite3.Connection, items: Sequence[tuple[int, str | Non
     payload = json_rows(list(first_of_each.items()))
     if payload is None:
         return [_mark_sent_one(conn, item, now) for item in items]
-    sent = conn.execute(
+    pending = json_result(
+        conn,
+        """SELECT json_group_array(id) FROM outbox
+           WHERE status = 'pending' AND id IN (SELECT j.value->>0 FROM json_each(?) AS j)""",
+        (payload,),
+    )
+    conn.execute(
         """UPDATE outbox SET status = 'sent', platform_message_id = j.value->>1, attempts = attempts + 1,
                              updated_at = ?1
-           FROM json_each(?2) AS j WHERE outbox.id = j.value->>0 AND outbox.status = 'pending'
-           RETURNING outbox.id""",
+           FROM json_each(?2) AS j WHERE outbox.id = j.value->>0 AND outbox.status = 'pending'""",
         (now, payload),
-    ).fetchall()
-    return first_hits([outbox_id for outbox_id, _ in items], {row[0] for row in sent})
+    )
+    return first_hits([outbox_id for outbox_id, _ in items], set(pending))
 
 
 def _mark_sent_one(conn: sqlite3.Connection, item: tuple[int, str | None], now: float) -> bool:

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import aiosqlite
 
+from storage.bulk import json_result
 from storage.errors import SessionNotFoundError, TitleInUseError
 from storage.records import SessionRecord, UsageTotals
 from storage.titles import clean_title
@@ -187,19 +188,22 @@ def add_usage_all(
         total[4] += u.cache_write_tokens
         total[5] = u.last_prompt_tokens
         total[6] += u.cost_usd
-    found = {
-        row[0]
-        for row in conn.execute(
-            """UPDATE sessions SET input_tokens = input_tokens + (j.value->>1),
-                                   output_tokens = output_tokens + (j.value->>2),
-                                   cache_read_tokens = cache_read_tokens + (j.value->>3),
-                                   cache_write_tokens = cache_write_tokens + (j.value->>4),
-                                   last_prompt_tokens = j.value->>5, cost_usd = cost_usd + (j.value->>6)
-               FROM json_each(?) AS j WHERE sessions.id = j.value->>0
-               RETURNING sessions.id""",
-            (json.dumps(list(totals.values()), ensure_ascii=False),),
+    totals_json = json.dumps(list(totals.values()), ensure_ascii=False)
+    found = set(
+        json_result(
+            conn, "SELECT json_group_array(id) FROM sessions WHERE id IN (SELECT j.value->>0 FROM json_each(?) AS j)",
+            (totals_json,),
         )
-    }
+    )
+    conn.execute(
+        """UPDATE sessions SET input_tokens = input_tokens + (j.value->>1),
+                               output_tokens = output_tokens + (j.value->>2),
+                               cache_read_tokens = cache_read_tokens + (j.value->>3),
+                               cache_write_tokens = cache_write_tokens + (j.value->>4),
+                               last_prompt_tokens = j.value->>5, cost_usd = cost_usd + (j.value->>6)
+           FROM json_each(?) AS j WHERE sessions.id = j.value->>0""",
+        (totals_json,),
+    )
     logged = [
         (session_id, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cost_usd)
         for session_id, u in items
