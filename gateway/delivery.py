@@ -126,9 +126,8 @@ class Delivery:
         """
         adapter = self._adapters[platform]
         chunks = self._render(adapter, text)
-        done = [self._store.inbox_mark_done(m.platform, m.event_id) for m in answers]
         if not chunks:
-            await asyncio.gather(*done)
+            await asyncio.gather(*(self._store.inbox_mark_done(m.platform, m.event_id) for m in answers))
             return []
         markup = adapter.capabilities.markup.value
         add = self._store.outbox_add(
@@ -141,7 +140,9 @@ class Delivery:
                 for i, chunk in enumerate(chunks)
             ],
         )
-        # Queued in this order, so the writer commits the rows no later than the done marks.
+        # The store queues each write when it is called: the rows first, so the writer commits them
+        # no later than the done marks (a crash in between must leave the reply queued, not lost).
+        done = [self._store.inbox_mark_done(m.platform, m.event_id) for m in answers]
         records, *_ = await asyncio.gather(add, *done)
         return [(record, await self._deliver(adapter, record)) for record in records]
 

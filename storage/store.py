@@ -238,16 +238,16 @@ class Store:
         """The newest session of ``session_key`` that has not ended."""
         return await self._read(partial(sessions.find_open_session, session_key=session_key))
 
-    async def add_usage(
+    def add_usage(
         self, session_id: str, *, input_tokens: int = 0, output_tokens: int = 0, cache_read_tokens: int = 0,
         cache_write_tokens: int = 0, last_prompt_tokens: int = 0, cost_usd: float = 0.0,
-    ) -> None:  # fmt: skip
+    ) -> Awaitable[None]:  # fmt: skip
         """Add one model call's usage; ``last_prompt_tokens`` replaces the previous value."""
         usage = sessions.Usage(
             input_tokens=input_tokens, output_tokens=output_tokens, cache_read_tokens=cache_read_tokens,
             cache_write_tokens=cache_write_tokens, last_prompt_tokens=last_prompt_tokens, cost_usd=cost_usd,
         )  # fmt: skip
-        await self._bulk(sessions.add_usage_all, (session_id, usage))
+        return self._bulk(sessions.add_usage_all, (session_id, usage))
 
     async def usage_since(self, since: float) -> UsageTotals:
         """Every session's model calls at or after ``since`` (epoch seconds), summed."""
@@ -341,12 +341,14 @@ class Store:
 
     # -- gateway inbox and outbox ----------------------------------------------------------------
 
-    async def inbox_accept(self, platform: str, event_id: str, session_key: str, payload: Mapping[str, Any]) -> bool:
+    def inbox_accept(
+        self, platform: str, event_id: str, session_key: str, payload: Mapping[str, Any]
+    ) -> Awaitable[bool]:
         """Record an inbound event; False if this (platform, event_id) was seen before."""
-        return await self._bulk(inbox.accept_all, (platform, event_id, session_key, inbox.payload_text(payload)))
+        return self._bulk(inbox.accept_all, (platform, event_id, session_key, inbox.payload_text(payload)))
 
-    async def inbox_mark_done(self, platform: str, event_id: str) -> bool:
-        return await self._bulk(inbox.mark_done_all, (platform, event_id))
+    def inbox_mark_done(self, platform: str, event_id: str) -> Awaitable[bool]:
+        return self._bulk(inbox.mark_done_all, (platform, event_id))
 
     async def inbox_unfinished(self) -> list[InboxRecord]:
         """Accepted events not yet done, oldest first (to resume after a restart)."""
@@ -356,15 +358,15 @@ class Store:
         """Forget finished events done before ``older_than`` (epoch seconds); returns how many."""
         return await self._write(partial(inbox.prune, older_than=older_than))
 
-    async def outbox_add(
+    def outbox_add(
         self, turn_id: str, platform: str, chat_id: str, thread_id: str | None, chunks: Sequence[str | OutboxChunk]
-    ) -> list[OutboxRecord]:
+    ) -> Awaitable[list[OutboxRecord]]:
         """Queue a reply's chunks for delivery, in order; the same rows again if the turn was queued before."""
         queued = tuple(OutboxChunk(text=c) if isinstance(c, str) else c for c in chunks)
-        return await self._bulk(outbox.add_all, (turn_id, platform, chat_id, thread_id, queued))
+        return self._bulk(outbox.add_all, (turn_id, platform, chat_id, thread_id, queued))
 
-    async def outbox_mark_sent(self, outbox_id: int, platform_message_id: str | None) -> bool:
-        return await self._bulk(outbox.mark_sent_all, (outbox_id, platform_message_id))
+    def outbox_mark_sent(self, outbox_id: int, platform_message_id: str | None) -> Awaitable[bool]:
+        return self._bulk(outbox.mark_sent_all, (outbox_id, platform_message_id))
 
     async def outbox_edit(
         self, outbox_id: int, text: str, *, plain: str | None = None, markup: str | None = None
@@ -439,10 +441,14 @@ class Store:
         self._check_open()
         return await self._writer.run(op)
 
-    async def _bulk(self, kind: BulkKind, item: Any) -> Any:
-        """One item of a write many callers make at once (``storage/bulk.py``): applied with the others queued."""
+    def _bulk(self, kind: BulkKind, item: Any) -> asyncio.Future[Any]:
+        """One item of a write many callers make at once (``storage/bulk.py``), queued now.
+
+        A plain function returning the writer's future, not a coroutine: the write is queued in
+        call order, and ``asyncio.gather`` over such writes makes no task per write.
+        """
         self._check_open()
-        return await self._writer.bulk(BulkWrite(kind, item))
+        return self._writer.bulk(BulkWrite(kind, item))
 
     async def _read(self, query: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
         self._check_open()
