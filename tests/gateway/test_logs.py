@@ -155,3 +155,19 @@ def test_no_secret_survives_any_logger(log_file: Path, fmt: str, capsys: pytest.
 def test_redactor_leaves_ordinary_text_alone() -> None:
     text = "turn.done in=1234 out=56 tokens=900 model=claude-sonnet-4-6 task=sk-learning path=/usr/bin/ls"
     assert logs.redactor(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AUTHORIZATION: BEARER abcdefghijklmnop",
+        "Api_Key=abcdefghijklmnop",
+        "X-API-KEY: abcdefghijklmnop",
+        "PASSWORD='abcdefghijklmnop'",
+        "Access-Token: abcdefghijklmnop",
+        "ſecret=abcdefghijklmnop",  # a long s: the pattern ignores case the Unicode way, so must the clue check
+    ],
+)
+def test_case_insensitive_shapes_are_masked_in_any_case(text: str) -> None:
+    masked = logs.redactor(text)
+    assert "abcdefghijklmnop" not in masked and "[REDACTED]" in masked
