@@ -10,7 +10,11 @@ pytest_plugins = ["tests.fakes.fixtures"]
 
 @pytest.fixture(autouse=True)
 def _structlog_config_restored() -> Iterator[None]:
-    """CLI commands run in-process configure structlog for a short-lived process; undo that after each test."""
+    """CLI commands and gateways run in-process configure structlog; undo that after each test."""
     saved = structlog.get_config()
+    processors = list(saved["processors"])
     yield
+    # configure_logging changes the processor list in place (loggers cached on first use keep it):
+    # put its contents back in place too.
+    saved["processors"][:] = processors
     structlog.configure(**saved)

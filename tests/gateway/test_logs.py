@@ -171,3 +171,18 @@ def test_redactor_leaves_ordinary_text_alone() -> None:
 def test_case_insensitive_shapes_are_masked_in_any_case(text: str) -> None:
     masked = logs.redactor(text)
     assert "abcdefghijklmnop" not in masked and "[REDACTED]" in masked
+
+
+def test_a_logger_cached_on_first_use_follows_later_configuration(log_file: Path) -> None:
+    configure_logging(file=log_file, console=False, level="warning")
+    log = structlog.get_logger("gateway.test_cached")
+    log.info("below.level")  # the first use builds and caches the logger
+    log.warning("at.level")
+    configure_logging(file=log_file, console=False, level="debug", fmt="json")
+    log.debug("now.written", n=1)
+    with structlog.testing.capture_logs() as captured:  # tests rely on it seeing cached loggers too
+        log.debug("seen.by.capture")
+    lines = log_file.read_text(encoding="utf-8").splitlines()
+    assert "below.level" not in "".join(lines)
+    assert "at.level" in lines[0] and json.loads(lines[-1])["event"] == "now.written"
+    assert [entry["event"] for entry in captured] == ["seen.by.capture"]
