@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import logging.handlers
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -79,13 +80,20 @@ def _exception_field(_: WrappedLogger, __: str, event_dict: EventDict) -> EventD
     return event_dict
 
 
+_NEEDS_QUOTES = re.compile(r'[ "=\\]')
+"""With ``str.isprintable()`` (false for newlines, tabs and other control or separator characters):
+the characters that make a value ambiguous unquoted."""
+
+
 def _quote(value: Any) -> str:
+    if type(value) is int:  # the commonest value: no checks needed
+        return str(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
         return f"{value:.6g}"
     text = value if isinstance(value, str) else str(value)
-    if not text or any(ch in text for ch in ' "=\n\r\t\\') or not text.isprintable():
+    if not text or _NEEDS_QUOTES.search(text) or not text.isprintable():
         return json.dumps(text, ensure_ascii=False)
     return text
 

@@ -57,6 +57,8 @@ class Redactor:
                 text = text.replace(secret, MASK)
         lowered = text.casefold()
         for clues, pattern, replacement in _SHAPES:
-            if any(clue in lowered for clue in clues):
-                text = pattern.sub(replacement, text)
+            for clue in clues:
+                if clue in lowered:
+                    text = pattern.sub(replacement, text)
+                    break
         return text
