@@ -203,6 +203,12 @@ def configure_logging(
         handler.setFormatter(formatter)
         root.addHandler(handler)
     root.setLevel(level.upper())
+    # Our lines show none of the caller's file, line, function, thread or process: spare every record
+    # the stack walk and the lookups (the logging module's documented switches for this).
+    logging._srcfile = None  # type: ignore[attr-defined]
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
     for name in _QUIET_LIBRARIES:
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
     # Module loggers (``structlog.get_logger(...)`` at import) are lazy proxies that would assemble a
