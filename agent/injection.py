@@ -16,6 +16,7 @@ The scan is a tripwire for common attacks, not a proof of safety::
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -235,6 +236,7 @@ class CheckedText:
         return None
 
 
+@functools.lru_cache(maxsize=128)
 def check_file_text(
     text: str,
     label: str,
@@ -246,6 +248,8 @@ def check_file_text(
 
     A finding replaces the whole text by :func:`blocked_marker`; otherwise the text
     is truncated by :func:`truncate_text`. A leading BOM is dropped either way.
+    Remembered for recent texts: every new session's prompt checks the same files again
+    (the scan was most of the cost of starting a session in the gateway benchmark).
     """
     body = strip_bom(text)
     findings = scan_text(f"{label}\n{body}", scope)
