@@ -186,3 +186,15 @@ def test_a_logger_cached_on_first_use_follows_later_configuration(log_file: Path
     assert "below.level" not in "".join(lines)
     assert "at.level" in lines[0] and json.loads(lines[-1])["event"] == "now.written"
     assert [entry["event"] for entry in captured] == ["seen.by.capture"]
+
+
+@pytest.mark.parametrize(
+    "created",
+    [0.0, 1795331016.4340200, 1795331016.9995, 1795331016.9999996, 1795331016.0000004, 1795331017.1234565, 2**31 + 0.5],
+)
+def test_timestamps_read_as_the_iso_format_to_the_millisecond(created: float) -> None:
+    from datetime import datetime, timezone
+
+    expected = datetime.fromtimestamp(created, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    assert logs.utc_stamp(created) == expected
+    assert logs.utc_stamp(created + 1) != expected  # the cached second moves on
