@@ -1,14 +1,18 @@
 """Bulk writes: many callers' small writes of one kind, applied together in one transaction.
 
-Each test queues its writes with ``asyncio.gather`` so they land in the same batch of the
-writer, and checks that every caller gets the answer it would have got alone.
+Each test holds the writer busy while it queues its writes, so that they land in the same batch
+(a write queued at once could otherwise start a batch of its own before the rest are queued),
+and checks that every caller gets the answer it would have got alone.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,11 +21,15 @@ from storage.writer import Writer
 from tests.storage.conftest import new_session
 
 
-class _CountingBatches:
-    """Counts the writer's transactions, to show the writes below really shared one."""
+class _OneBatch:
+    """Holds the writer inside a transaction of its own while a test queues its writes, so that they
+    all wait and are taken as one batch; records the size of every batch taken after that."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
         self.sizes: list[int] = []
+        self._store = store
+        self._gate = threading.Event()
+        self._held: asyncio.Future[object] | None = None
         commit = Writer._commit
 
         def counted(writer: Writer, conn: sqlite3.Connection, jobs: list) -> None:  # type: ignore[type-arg]
@@ -30,16 +38,40 @@ class _CountingBatches:
 
         monkeypatch.setattr(Writer, "_commit", counted)
 
+    async def __aenter__(self) -> _OneBatch:
+        started = threading.Event()
+
+        def hold(conn: sqlite3.Connection) -> None:
+            started.set()
+            self._gate.wait(10)
+
+        self._held = self._store._writer.run(hold)
+        assert await asyncio.to_thread(started.wait, 10)
+        self.sizes.clear()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._gate.set()
+        assert self._held is not None
+        await self._held
+
+    async def gather(self, *writes: Awaitable[Any], return_exceptions: bool = False) -> list[Any]:
+        gathered = asyncio.gather(*writes, return_exceptions=return_exceptions)
+        await asyncio.sleep(0)  # coroutines wrapped in tasks queue their writes on their first step
+        await asyncio.sleep(0)
+        self._gate.set()
+        return await gathered
+
 
 async def test_a_batch_of_accepts_answers_each_event_as_if_alone(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     await store.inbox_accept("telegram", "seen", "telegram:1", {})
-    batches = _CountingBatches(monkeypatch)
-    results = await asyncio.gather(
-        store.inbox_accept("telegram", "a", "telegram:1", {"n": 1}),
-        store.inbox_accept("telegram", "seen", "telegram:1", {}),  # accepted in an earlier transaction
-        store.inbox_accept("telegram", "a", "telegram:1", {"n": 2}),  # the same event twice in one batch
-        store.inbox_accept("discord", "a", "discord:1", {"n": 3}),
-    )
+    async with _OneBatch(store, monkeypatch) as batches:
+        results = await batches.gather(
+            store.inbox_accept("telegram", "a", "telegram:1", {"n": 1}),
+            store.inbox_accept("telegram", "seen", "telegram:1", {}),  # accepted in an earlier transaction
+            store.inbox_accept("telegram", "a", "telegram:1", {"n": 2}),  # the same event twice in one batch
+            store.inbox_accept("discord", "a", "discord:1", {"n": 3}),
+        )
     assert batches.sizes == [4]
     assert results == [True, False, False, True]
     unfinished = {(r.platform, r.event_id): r.payload for r in await store.inbox_unfinished()}
@@ -50,13 +82,13 @@ async def test_a_batch_of_accepts_answers_each_event_as_if_alone(store: Store, m
 async def test_a_batch_of_done_marks(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     for event in ("a", "b"):
         await store.inbox_accept("slack", event, "slack:T:C", {})
-    batches = _CountingBatches(monkeypatch)
-    results = await asyncio.gather(
-        store.inbox_mark_done("slack", "a"),
-        store.inbox_mark_done("slack", "a"),
-        store.inbox_mark_done("slack", "missing"),
-        store.inbox_mark_done("slack", "b"),
-    )
+    async with _OneBatch(store, monkeypatch) as batches:
+        results = await batches.gather(
+            store.inbox_mark_done("slack", "a"),
+            store.inbox_mark_done("slack", "a"),
+            store.inbox_mark_done("slack", "missing"),
+            store.inbox_mark_done("slack", "b"),
+        )
     assert batches.sizes == [4]
     assert results == [True, False, False, True]
     assert await store.inbox_unfinished() == []
@@ -65,15 +97,15 @@ async def test_a_batch_of_done_marks(store: Store, monkeypatch: pytest.MonkeyPat
 async def test_usage_of_several_calls_in_one_batch_adds_up(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     first = await new_session(store, "telegram:1")
     second = await new_session(store, "telegram:2")
-    batches = _CountingBatches(monkeypatch)
-    results = await asyncio.gather(
-        store.add_usage(first.id, input_tokens=100, output_tokens=10, cache_read_tokens=7, last_prompt_tokens=900,
-                        cost_usd=0.25),
-        store.add_usage("no-such-session", input_tokens=1),
-        store.add_usage(second.id, input_tokens=5, cache_write_tokens=3, last_prompt_tokens=50),
-        store.add_usage(first.id, input_tokens=20, output_tokens=2, last_prompt_tokens=1200, cost_usd=0.5),
-        return_exceptions=True,
-    )  # fmt: skip
+    async with _OneBatch(store, monkeypatch) as batches:
+        results = await batches.gather(
+            store.add_usage(first.id, input_tokens=100, output_tokens=10, cache_read_tokens=7, last_prompt_tokens=900,
+                            cost_usd=0.25),
+            store.add_usage("no-such-session", input_tokens=1),
+            store.add_usage(second.id, input_tokens=5, cache_write_tokens=3, last_prompt_tokens=50),
+            store.add_usage(first.id, input_tokens=20, output_tokens=2, last_prompt_tokens=1200, cost_usd=0.5),
+            return_exceptions=True,
+        )  # fmt: skip
     assert batches.sizes == [4]
     assert results[0] is None and results[2] is None and results[3] is None
     assert isinstance(results[1], SessionNotFoundError)
@@ -89,13 +121,13 @@ async def test_usage_of_several_calls_in_one_batch_adds_up(store: Store, monkeyp
 
 async def test_replies_queued_in_one_batch_get_their_own_rows(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     earlier = await store.outbox_add("t0", "telegram", "1", None, ["already", "queued"])
-    batches = _CountingBatches(monkeypatch)
-    one, again, two = await asyncio.gather(
-        store.outbox_add("t1", "telegram", "1", None, [OutboxChunk(text="<b>a</b>", plain="a", markup="html",
-                                                                   reply_to="m1"), "b"]),
-        store.outbox_add("t0", "telegram", "1", None, ["already", "queued"]),  # a replay: the same rows back
-        store.outbox_add("t2", "discord", "9", "th", ["c"]),
-    )  # fmt: skip
+    async with _OneBatch(store, monkeypatch) as batches:
+        one, again, two = await batches.gather(
+            store.outbox_add("t1", "telegram", "1", None, [OutboxChunk(text="<b>a</b>", plain="a", markup="html",
+                                                                       reply_to="m1"), "b"]),
+            store.outbox_add("t0", "telegram", "1", None, ["already", "queued"]),  # a replay: the same rows back
+            store.outbox_add("t2", "discord", "9", "th", ["c"]),
+        )  # fmt: skip
     assert batches.sizes == [3]
     assert [(r.turn_id, r.chunk_index, r.text) for r in one] == [("t1", 0, "<b>a</b>"), ("t1", 1, "b")]
     assert (one[0].plain, one[0].markup, one[0].reply_to, one[1].reply_to) == ("a", "html", "m1", None)
@@ -106,13 +138,13 @@ async def test_replies_queued_in_one_batch_get_their_own_rows(store: Store, monk
 
 async def test_sent_marks_in_one_batch(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     rows = await store.outbox_add("t1", "telegram", "1", None, ["a", "b"])
-    batches = _CountingBatches(monkeypatch)
-    results = await asyncio.gather(
-        store.outbox_mark_sent(rows[0].id, "m-1"),
-        store.outbox_mark_sent(rows[0].id, "m-again"),
-        store.outbox_mark_sent(rows[1].id, None),
-        store.outbox_mark_sent(999_999, "m-x"),
-    )
+    async with _OneBatch(store, monkeypatch) as batches:
+        results = await batches.gather(
+            store.outbox_mark_sent(rows[0].id, "m-1"),
+            store.outbox_mark_sent(rows[0].id, "m-again"),
+            store.outbox_mark_sent(rows[1].id, None),
+            store.outbox_mark_sent(999_999, "m-x"),
+        )
     assert batches.sizes == [4]
     assert results == [True, False, True, False]
     assert await store.outbox_pending() == []
@@ -133,14 +165,14 @@ async def test_text_with_a_nul_character_is_written_whole(store: Store) -> None:
 async def test_appends_and_other_writes_interleaved_in_one_batch(store: Store, db_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     sessions = [await new_session(store, f"telegram:{n}") for n in range(3)]
-    batches = _CountingBatches(monkeypatch)
-    calls = []
-    for n, session in enumerate(sessions):
-        calls.append(store.inbox_accept("telegram", f"e{n}", f"telegram:{n}", {}))
-        calls.append(store.append_messages(session.id, [NewMessage("user", f"hello {n}")]))
-        calls.append(store.add_usage(session.id, input_tokens=n + 1))
-        calls.append(store.append_messages(session.id, [NewMessage("assistant", f"hi {n}")]))
-    results = await asyncio.gather(*calls)
+    async with _OneBatch(store, monkeypatch) as batches:
+        calls = []
+        for n, session in enumerate(sessions):
+            calls.append(store.inbox_accept("telegram", f"e{n}", f"telegram:{n}", {}))
+            calls.append(store.append_messages(session.id, [NewMessage("user", f"hello {n}")]))
+            calls.append(store.add_usage(session.id, input_tokens=n + 1))
+            calls.append(store.append_messages(session.id, [NewMessage("assistant", f"hi {n}")]))
+        results = await batches.gather(*calls)
     assert batches.sizes == [12]
     for n, session in enumerate(sessions):
         history = await store.load_messages(session.id)
