@@ -27,9 +27,9 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["BulkKind", "BulkWrite", "first_hits", "json_rows", "json_result"]
+__all__ = ["PAIRS_IN", "BulkKind", "BulkWrite", "first_hits", "json_rows", "json_result"]
 
 BulkKind = Callable[[sqlite3.Connection, Sequence[Any], float], list[Any]]
 """``kind(conn, items, now)``: apply the items in queue order; one result (or exception instance) per item."""
@@ -49,9 +49,13 @@ def json_rows(rows: Sequence[Sequence[Any]]) -> str | None:
     return None if "\\u0000" in payload else payload
 
 
+PAIRS_IN: Final = "(SELECT j.value->>0, j.value->>1 FROM json_each(?) AS j)"
+"""The first two values of each item of a JSON array parameter, for ``(a, b) IN ...``."""
+
+
 def first_hits(keys: Sequence[Any], hit: set[Any]) -> list[bool]:
-    """Per key: whether the statement touched it; a key repeated in the batch counts for its first item only
-    (the later ones found it already done, as they would have one at a time)."""
+    """Per key: whether it is in ``hit`` (what the write will change); a key repeated in the batch counts for
+    its first item only (the later ones find it already done, as they would one at a time)."""
     seen: set[Any] = set()
     results = []
     for key in keys:

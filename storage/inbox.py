@@ -14,14 +14,12 @@ from typing import Any, Final
 
 import aiosqlite
 
-from storage.bulk import first_hits, json_result, json_rows
+from storage.bulk import PAIRS_IN, first_hits, json_result, json_rows
 from storage.records import InboxRecord
 
 __all__ = ["accept_all", "mark_done_all", "payload_text", "prune", "unfinished"]
 
 _COLUMNS: Final = "id, platform, event_id, session_key, payload, status, received_at, done_at"
-_KEYS_IN: Final = "(SELECT j.value->>0, j.value->>1 FROM json_each(?) AS j)"
-"""The ``(platform, event_id)`` pairs of a JSON array of items."""
 
 
 def payload_text(payload: Mapping[str, Any]) -> str:
@@ -37,7 +35,7 @@ def accept_all(conn: sqlite3.Connection, items: Sequence[tuple[str, str, str, st
     seen = json_result(
         conn,
         f"""SELECT json_group_array(json_array(platform, event_id)) FROM inbox
-            WHERE (platform, event_id) IN {_KEYS_IN}""",
+            WHERE (platform, event_id) IN {PAIRS_IN}""",
         (rows,),
     )
     conn.execute(
@@ -66,11 +64,11 @@ def mark_done_all(conn: sqlite3.Connection, items: Sequence[tuple[str, str]], no
     accepted = json_result(
         conn,
         f"""SELECT json_group_array(json_array(platform, event_id)) FROM inbox
-            WHERE status = 'accepted' AND (platform, event_id) IN {_KEYS_IN}""",
+            WHERE status = 'accepted' AND (platform, event_id) IN {PAIRS_IN}""",
         (rows,),
     )
     conn.execute(
-        f"UPDATE inbox SET status = 'done', done_at = ? WHERE status = 'accepted' AND (platform, event_id) IN {_KEYS_IN}",
+        f"UPDATE inbox SET status = 'done', done_at = ? WHERE status = 'accepted' AND (platform, event_id) IN {PAIRS_IN}",
         (now, rows),
     )
     return first_hits([tuple(item) for item in items], {tuple(key) for key in accepted})

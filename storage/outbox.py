@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import aiosqlite
 
-from storage.bulk import first_hits, json_result, json_rows
+from storage.bulk import PAIRS_IN, first_hits, json_result, json_rows
 from storage.records import OutboxChunk, OutboxRecord
 
 __all__ = ["Reply", "add_all", "edit", "get", "mark_failed", "mark_sent_all", "pending", "prune"]
@@ -78,7 +78,7 @@ def add_all(conn: sqlite3.Connection, items: Sequence[Reply], now: float) -> lis
     found = json_result(
         conn,
         f"""SELECT json_group_array(json_array({_JSON_COLUMNS})) FROM outbox
-            WHERE (turn_id, chunk_index) IN (SELECT j.value->>0, j.value->>1 FROM json_each(?) AS j)""",
+            WHERE (turn_id, chunk_index) IN {PAIRS_IN}""",
         (json.dumps([(turn_id, index) for turn_id, count in keys for index in range(count)], ensure_ascii=False),),
     )
     by_key = {(row[1], row[5]): _from_json(row) for row in found}

@@ -354,13 +354,9 @@ def _apply(
             for member, result in zip(members, results, strict=True):
                 outcomes[member] = _Outcome(error=result) if isinstance(result, BaseException) else _Outcome(result)
         elif outcomes[index] is None:
-            outcomes[index] = _apply_op(conn, op)  # type: ignore[arg-type]
+            outcomes[index] = _Outcome(op(conn))  # type: ignore[operator]
             known.last_id = None  # it may have added messages (a lineage split does): read the last id again
     return outcomes  # type: ignore[return-value]
-
-
-def _apply_op(conn: sqlite3.Connection, op: WriteOp[Any]) -> _Outcome:
-    return _Outcome(op(conn))
 
 
 def _merge_slice(conn: sqlite3.Connection, *, pages: int) -> None:
