@@ -15,7 +15,6 @@ that message instead of sending a new one, then marks the row sent again.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any, Final
@@ -75,13 +74,23 @@ def add_all(conn: sqlite3.Connection, items: Sequence[Reply], now: float) -> lis
                 ON CONFLICT (turn_id, chunk_index) DO NOTHING""",
             (now, payload),
         )
-    found = json_result(
-        conn,
-        f"""SELECT json_group_array(json_array({_JSON_COLUMNS})) FROM outbox
-            WHERE (turn_id, chunk_index) IN {PAIRS_IN}""",
-        (json.dumps([(turn_id, index) for turn_id, count in keys for index in range(count)], ensure_ascii=False),),
-    )
-    by_key = {(row[1], row[5]): _from_json(row) for row in found}
+    wanted = json_rows([(turn_id, index) for turn_id, count in keys for index in range(count)])
+    if wanted is None:  # a turn id with a NUL in it: look each reply up with bound parameters
+        by_key = {
+            (row[1], row[5]): OutboxRecord(*row)
+            for turn_id, count in keys
+            for row in conn.execute(
+                f"SELECT {_COLUMNS} FROM outbox WHERE turn_id = ? AND chunk_index < ?", (turn_id, count)
+            )
+        }
+    else:
+        found = json_result(
+            conn,
+            f"""SELECT json_group_array(json_array({_JSON_COLUMNS})) FROM outbox
+                WHERE (turn_id, chunk_index) IN {PAIRS_IN}""",
+            (wanted,),
+        )
+        by_key = {(row[1], row[5]): _from_json(row) for row in found}
     return [[by_key[(turn_id, index)] for index in range(count)] for turn_id, count in keys]
 
 

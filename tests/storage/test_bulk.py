@@ -160,6 +160,10 @@ async def test_text_with_a_nul_character_is_written_whole(store: Store) -> None:
     assert await store.inbox_accept("telegram", "e\0nul", "telegram:1", {}) is False
     assert await store.inbox_mark_done("telegram", "e\0nul") is True
     assert await store.outbox_mark_sent(rows[0].id, "id\0x") is True
+    # A key with a NUL in it (a platform's event id ends up in the turn id) is looked up whole too.
+    again = await store.outbox_add("turn\0nul", "telegram", "1", None, ["a", "b"])
+    assert [(r.turn_id, r.chunk_index) for r in again] == [("turn\0nul", 0), ("turn\0nul", 1)]
+    assert [r.id for r in await store.outbox_add("turn\0nul", "telegram", "1", None, ["a", "b"])] == [r.id for r in again]
 
 
 async def test_appends_and_other_writes_interleaved_in_one_batch(store: Store, db_path: Path,
