@@ -107,10 +107,14 @@ class Sequences:
         self._data_version: int | None = None
         self.last_id: int | None = None
         self.last_seq: dict[str, int] = {}
+        self.external_commits = 0
+        """How many times another connection was found to have committed (read from other threads)."""
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Call first thing in a write transaction."""
         version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version and self._data_version is not None:
+            self.external_commits += 1
         if version != self._data_version or len(self.last_seq) > self._MAX_SESSIONS:
             self._data_version = version
             self.forget()

@@ -39,6 +39,7 @@ from storage.indexer import WordIndexer
 from storage.log import log
 from storage.maintenance import Maintenance, WalProgress
 from storage.migrations import upgrade
+from storage.open_sessions import OpenSessions
 from storage.readers import Readers
 from storage.records import (
     InboxRecord,
@@ -82,6 +83,7 @@ class Store:
         *,
         clock: Callable[[], float],
         history_cache_messages: int,
+        open_session_max_age: float,
     ) -> None:
         self.path = path
         self._indexer = indexer
@@ -91,6 +93,7 @@ class Store:
         self._writer = writer
         self._clock = clock
         self._cache = HistoryCache(history_cache_messages)
+        self._open_sessions = OpenSessions(max_age=open_session_max_age)
         self._state = _State.OPEN
 
     @classmethod
@@ -102,6 +105,7 @@ class Store:
         retry: RetryPolicy = DEFAULT_RETRY,
         readers: int = 2,
         history_cache_messages: int = 20_000,
+        open_session_max_age: float = 30.0,
         checkpoint_interval: float = 0.5,
         merge: MergePolicy | None = MergePolicy(),
         word_index_interval: float | None = 0.25,
@@ -147,7 +151,7 @@ class Store:
         log.info("storage.opened", path=str(path), schema_version=version, synchronous=synchronous)
         return cls(
             path, writer_thread, pool, maintenance, writer, indexer, clock=clock,
-            history_cache_messages=history_cache_messages,
+            history_cache_messages=history_cache_messages, open_session_max_age=open_session_max_age,
         )  # fmt: skip
 
     async def close(self) -> None:
@@ -167,6 +171,7 @@ class Store:
                 await self._writer_thread.close()
                 self._state = _State.CLOSED
                 self._cache.clear()
+                self._open_sessions.clear()
         log.info("storage.closed", path=str(self.path))
 
     async def __aenter__(self) -> Store:
@@ -217,26 +222,47 @@ class Store:
         )  # fmt: skip
         now = self._clock()
         op = partial(sessions.insert_session, new=new, session_id=session_id or new_session_id(now), started_at=now)
-        return await self._write(op)
+        record: SessionRecord = await self._write(op)
+        self._open_sessions.written(record)
+        return record
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         return await self._read(partial(sessions.fetch_session, session_id=session_id))
 
     async def end_session(self, session_id: str, reason: str) -> bool:
         """End a session. The first reason wins: False if it had already ended (``SessionNotFoundError`` if unknown)."""
-        return await self._write(partial(sessions.end_session, session_id=session_id, reason=reason,
-                                         ended_at=self._clock()))  # fmt: skip
+        try:
+            return await self._write(partial(sessions.end_session, session_id=session_id, reason=reason,
+                                             ended_at=self._clock()))  # fmt: skip
+        finally:
+            self._open_sessions.forget(session_id)
 
     async def set_title(self, session_id: str, title: str | None) -> str | None:
         """Title a session (unique across sessions); None or blank clears it. Returns the cleaned title."""
-        return await self._write(partial(sessions.set_title, session_id=session_id, title=title))
+        try:
+            return await self._write(partial(sessions.set_title, session_id=session_id, title=title))
+        finally:
+            self._open_sessions.forget(session_id)
 
     async def list_sessions(self, platform: str | None = None, limit: int = 50) -> list[SessionRecord]:
         return await self._read(partial(sessions.list_sessions, platform=platform, limit=limit))
 
     async def find_open_session(self, session_key: str) -> SessionRecord | None:
-        """The newest session of ``session_key`` that has not ended."""
-        return await self._read(partial(sessions.find_open_session, session_key=session_key))
+        """The newest session of ``session_key`` that has not ended.
+
+        Served from memory when this process knows it (``storage/open_sessions.py``).
+        """
+        self._check_open()
+        known = self._open_sessions
+        known.sync(self._writer.external_commits)
+        record = known.get(session_key)
+        if record is not None:
+            return record
+        generation = known.generation
+        record = await self._read(partial(sessions.find_open_session, session_key=session_key))
+        if record is not None:
+            known.remember(record, generation=generation)
+        return record
 
     def add_usage(
         self, session_id: str, *, input_tokens: int = 0, output_tokens: int = 0, cache_read_tokens: int = 0,
@@ -247,7 +273,15 @@ class Store:
             input_tokens=input_tokens, output_tokens=output_tokens, cache_read_tokens=cache_read_tokens,
             cache_write_tokens=cache_write_tokens, last_prompt_tokens=last_prompt_tokens, cost_usd=cost_usd,
         )  # fmt: skip
-        return self._bulk(sessions.add_usage_all, (session_id, usage))
+        written = self._bulk(sessions.add_usage_all, (session_id, usage))
+        written.add_done_callback(partial(self._usage_written, session_id, usage))
+        return written
+
+    def _usage_written(self, session_id: str, usage: sessions.Usage, written: asyncio.Future[Any]) -> None:
+        if written.cancelled() or written.exception() is not None:
+            self._open_sessions.forget(session_id)
+        else:
+            self._open_sessions.add_usage(session_id, usage)
 
     async def usage_since(self, since: float) -> UsageTotals:
         """Every session's model calls at or after ``since`` (epoch seconds), summed."""
@@ -260,8 +294,13 @@ class Store:
         self._check_open()
         if not new:
             return []
-        records = await self._writer.append(messages.prepare_append(session_id, new))
+        try:
+            records = await self._writer.append(messages.prepare_append(session_id, new))
+        except BaseException:
+            self._open_sessions.forget(session_id)
+            raise
         self._cache.extend(session_id, records)
+        self._open_sessions.update(session_id, message_count=records[-1].seq)
         return records
 
     async def load_messages(self, session_id: str, *, last_seq: int | None = None) -> list[MessageRecord]:
@@ -311,7 +350,12 @@ class Store:
         now = self._clock()
         op = partial(lineage.split_session, parent_id=parent_id, request=request, system_prompt=system_prompt,
                      child_id=new_session_id(now), now=now)  # fmt: skip
-        return await self._write(op)
+        try:
+            child: SessionRecord = await self._write(op)
+        finally:
+            self._open_sessions.forget(parent_id)
+        self._open_sessions.written(child)
+        return child
 
     async def lineage(self, session_id: str) -> list[SessionRecord]:
         """The chain ``session_id`` belongs to, root first, newest last."""

@@ -128,6 +128,11 @@ class Writer:
         self.progress = progress if progress is not None else WalProgress()
         self._tail_copied_after = 0  # background checkpoint rounds seen when the tail was last copied
 
+    @property
+    def external_commits(self) -> int:
+        """How many of this writer's transactions found that another connection had committed since its last."""
+        return self._known.external_commits
+
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._served = self._thread.submit(self._serve)
