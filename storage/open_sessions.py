@@ -42,7 +42,7 @@ class OpenSessions:
         self._max_entries = max_entries
         self._max_age = max_age
         self._clock = clock
-        self._entries: OrderedDict[str, tuple[SessionRecord, float]] = OrderedDict()
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._keys: dict[str, str] = {}  # session id -> routing key, for the entries held
         self._generation = 0
         self._external_seen = 0
@@ -63,12 +63,11 @@ class OpenSessions:
         entry = self._entries.get(session_key)
         if entry is None:
             return None
-        record, read_at = entry
-        if self._clock() - read_at > self._max_age:
+        if self._clock() - entry.read_at > self._max_age:
             self._drop(session_key)
             return None
         self._entries.move_to_end(session_key)
-        return record
+        return entry.current()
 
     def remember(self, record: SessionRecord, *, generation: int) -> None:
         """Keep what a read returned, unless something changed since ``generation`` was taken."""
@@ -86,8 +85,7 @@ class OpenSessions:
         self._generation += 1
         key = self._keys.get(session_id)
         if key is not None:
-            record, read_at = self._entries[key]
-            self._entries[key] = (dataclasses.replace(record, **changes), read_at)
+            self._entries[key].changes.update(changes)
 
     def add_usage(self, session_id: str, usage: Any) -> None:
         """This process committed one model call's usage (a ``storage.sessions.Usage``) for ``session_id``."""
@@ -95,15 +93,15 @@ class OpenSessions:
         if key is None:
             self._generation += 1
             return
-        r = self._entries[key][0]
+        value = self._entries[key].value
         self.update(
             session_id,
-            input_tokens=r.input_tokens + usage.input_tokens,
-            output_tokens=r.output_tokens + usage.output_tokens,
-            cache_read_tokens=r.cache_read_tokens + usage.cache_read_tokens,
-            cache_write_tokens=r.cache_write_tokens + usage.cache_write_tokens,
+            input_tokens=value("input_tokens") + usage.input_tokens,
+            output_tokens=value("output_tokens") + usage.output_tokens,
+            cache_read_tokens=value("cache_read_tokens") + usage.cache_read_tokens,
+            cache_write_tokens=value("cache_write_tokens") + usage.cache_write_tokens,
             last_prompt_tokens=usage.last_prompt_tokens,
-            cost_usd=r.cost_usd + usage.cost_usd,
+            cost_usd=value("cost_usd") + usage.cost_usd,
         )
 
     def forget(self, session_id: str) -> None:
@@ -123,13 +121,34 @@ class OpenSessions:
 
     def _put(self, record: SessionRecord) -> None:
         self._drop(record.session_key)
-        self._entries[record.session_key] = (record, self._clock())
+        self._entries[record.session_key] = _Entry(record, self._clock())
         self._keys[record.id] = record.session_key
         while len(self._entries) > self._max_entries:
-            _, (old, _) = self._entries.popitem(last=False)
-            self._keys.pop(old.id, None)
+            _, old = self._entries.popitem(last=False)
+            self._keys.pop(old.record.id, None)
 
     def _drop(self, session_key: str) -> None:
         entry = self._entries.pop(session_key, None)
         if entry is not None:
-            self._keys.pop(entry[0].id, None)
+            self._keys.pop(entry.record.id, None)
+
+
+class _Entry:
+    """A record as last read or written, the changes since (applied when asked: a turn makes three or
+    four, and a frozen record's copy costs more than the rest of the bookkeeping), and when it was read."""
+
+    __slots__ = ("changes", "read_at", "record")
+
+    def __init__(self, record: SessionRecord, read_at: float) -> None:
+        self.record = record
+        self.read_at = read_at
+        self.changes: dict[str, Any] = {}
+
+    def value(self, field: str) -> Any:
+        return self.changes[field] if field in self.changes else getattr(self.record, field)
+
+    def current(self) -> SessionRecord:
+        if self.changes:
+            self.record = dataclasses.replace(self.record, **self.changes)
+            self.changes = {}
+        return self.record
