@@ -85,19 +85,24 @@ class Agent:
 
     async def build_prompt(self, *, session_id: str, platform: str, started_at: dt.datetime) -> SystemPrompt:
         """The frozen system prompt of a new session (reads a few small files off the event loop)."""
-        inputs = PromptInputs(
-            session_id=session_id,
-            started_at=started_at,
-            platform=platform,
-            home=self.settings.home,
-            tool_names=self.tools.names(),
-            system_message=self.settings.system_message,
-            memory=self.memory.snapshot() if "memory" in self.tools else None,
-            skills_dir=self.settings.home / "skills",
-            workdir=self.settings.workdir,
-            platform_hints=self.settings.platform_hints,
-        )
-        return await asyncio.to_thread(build_system_prompt, inputs)
+        tool_names = self.tools.names()
+
+        def build() -> SystemPrompt:  # in a worker thread: the memory snapshot reads files too
+            inputs = PromptInputs(
+                session_id=session_id,
+                started_at=started_at,
+                platform=platform,
+                home=self.settings.home,
+                tool_names=tool_names,
+                system_message=self.settings.system_message,
+                memory=self.memory.snapshot() if "memory" in tool_names else None,
+                skills_dir=self.settings.home / "skills",
+                workdir=self.settings.workdir,
+                platform_hints=self.settings.platform_hints,
+            )
+            return build_system_prompt(inputs)
+
+        return await asyncio.to_thread(build)
 
     def open_session(self, *, session_id: str, platform: str, user_times: Iterable[float] = ()) -> AgentSession:
         """An agent session for one conversation; ``user_times`` are its stored user-message times."""
