@@ -116,6 +116,8 @@ class ModelRouter:
 
 def _for_target(request: ModelRequest, target: ModelTarget) -> ModelRequest:
     ttl = request.cache_ttl if target.cache.enabled else None
+    if (request.model, request.cache_ttl, request.cache_native) == (target.model, ttl, target.cache.native):
+        return request  # the primary target, as the loop asked: no copy of a frozen request per call
     return replace(request, model=target.model, cache_ttl=ttl, cache_native=target.cache.native)
 
 
