@@ -143,7 +143,11 @@ class Delivery:
         # The store queues each write when it is called: the rows first, so the writer commits them
         # no later than the done marks (a crash in between must leave the reply queued, not lost).
         done = [self._store.inbox_mark_done(m.platform, m.event_id) for m in answers]
-        records, *_ = await asyncio.gather(add, *done)
+        try:
+            records = await add
+        finally:
+            for marked in done:  # the same transaction as the rows, or a later one: no gather needed
+                await marked
         return [(record, await self._deliver(adapter, record)) for record in records]
 
     async def edit_text(self, record: OutboxRecord | int, text: str) -> list[str]:
@@ -273,7 +277,7 @@ class Delivery:
                 return await self._give_up(record, str(error))
             await self._store.outbox_mark_sent(record.id, message_id)
             if not editing:
-                self._metrics.deliveries.labels(record.platform).inc()
+                self._metrics.child(self._metrics.deliveries, record.platform).inc()
             log.info("delivery.edited" if editing else "delivery.sent", platform=record.platform, chat=record.chat_id,
                      chunk=record.chunk_index, message_id=message_id,
                      plain=markup is Markup.PLAIN and record.markup != Markup.PLAIN.value)  # fmt: skip

@@ -104,7 +104,7 @@ class Intake:
         if not person.allowed:
             await self._ignore(message, person.reason, fields)
             return
-        self._metrics.inbound.labels(message.platform).inc()
+        self._metrics.child(self._metrics.inbound, message.platform).inc()
         if command is not None:
             self._spawn_command(command, message, key)
             return

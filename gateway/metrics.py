@@ -7,6 +7,7 @@ process) never collide on metric names.
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -46,6 +47,18 @@ class Metrics:
         )
         self.turns_running = Gauge("switchboard_turns_running", "Agent turns running now", registry=r)
         self.queue_depth = Gauge("switchboard_queue_depth", "Messages waiting for their session's turn", registry=r)
+        self._children: dict[tuple[int, tuple[str, ...]], MetricWrapperBase] = {}
+
+    def child(self, metric: Counter, *labels: str) -> Counter:
+        """``metric.labels(*labels)``, looked up once per label set: every turn counts a few of them.
+
+        Label values come from small fixed sets (platforms, outcomes, reasons), so this stays small.
+        """
+        key = (id(metric), labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found  # type: ignore[return-value]
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

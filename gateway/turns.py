@@ -251,7 +251,7 @@ class TurnRunner:
             self._metrics.turns_running.dec()
             await observer.flush()
         elapsed = time.monotonic() - started
-        self._metrics.turns.labels(batch[0].platform, result.outcome).inc()
+        self._metrics.child(self._metrics.turns, batch[0].platform, result.outcome).inc()
         self._metrics.turn_seconds.observe(elapsed)
         u = result.usage
         log.info(
@@ -298,7 +298,11 @@ class _Persist:
             await append
             return
         usage, self._usage = self._usage, None
-        await asyncio.gather(self._store.add_usage(self._ref.record.id, **usage), append)
+        written = self._store.add_usage(self._ref.record.id, **usage)  # queued before the append
+        try:
+            await append
+        finally:
+            await written
 
     async def flush(self) -> None:
         """Write usage still held (a model call whose message never came)."""
