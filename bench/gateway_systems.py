@@ -9,6 +9,7 @@ reply reached the adapter.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -100,17 +101,20 @@ class Tracker:
 
 
 class BenchAdapter(LoopbackAdapter):
-    """The loopback test adapter, noting when each reply reaches it."""
+    """The loopback test adapter, noting when each reply reaches it.
+
+    Its ``send`` only notes the reply: the test adapter's list of sent messages and the condition
+    tests wait on are not used here, and would count as the system's time (gateway and floor alike).
+    """
 
     def __init__(self, tracker: Tracker) -> None:
         super().__init__()
         self._tracker = tracker
+        self._ids = itertools.count(1)
 
     async def send(self, message: OutboundMessage) -> str:
-        observed = time.perf_counter()
-        message_id = await super().send(message)
-        self._tracker.reply(message.text, observed)
-        return message_id
+        self._tracker.reply(message.text, time.perf_counter())
+        return f"m{next(self._ids)}"
 
 
 @dataclass
