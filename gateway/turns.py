@@ -18,7 +18,6 @@ delivers the stored reply: every inbound message gets exactly one reply.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import time
 import uuid
