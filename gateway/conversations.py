@@ -34,7 +34,14 @@ from storage.ids import new_session_id
 
 log = structlog.get_logger("gateway.sessions")
 
-MAX_CACHED_AGENT_SESSIONS = 512
+MAX_CACHED_AGENT_SESSIONS = 4096
+"""Conversations whose agent state and converted history stay in memory, least recently used out.
+
+Sized for a busy gateway: with more sessions taking turns than this, every turn rebuilds its
+agent state and converts its whole history again (at 1,000 sessions taking turns in rotation
+and a bound of 512, that was half the event loop's time per turn). An entry is a few KB plus
+one small object per message (the text itself is shared with the store's cache).
+"""
 
 
 @dataclass(slots=True)

@@ -8,6 +8,9 @@ checks that on every load with one cheap probe (message count and last
 falls back to a full read when the numbers do not add up.
 
 Records are frozen, so callers get a fresh list that shares the cached records.
+The bound is in bytes (the text a record holds, plus a fixed share for the
+object itself), not messages: a tool's output can be a hundred times the size
+of a chat line.
 """
 
 from __future__ import annotations
@@ -20,12 +23,27 @@ from storage.records import MessageRecord
 __all__ = ["HistoryCache"]
 
 
-class HistoryCache:
-    """An LRU of histories bounded by their total number of messages."""
+RECORD_OVERHEAD = 300
+"""Bytes a cached record costs besides its text (the record, its strings' headers, the list slot)."""
 
-    def __init__(self, max_messages: int) -> None:
-        self._max = max_messages
+
+def record_size(record: MessageRecord) -> int:
+    """Roughly what ``record`` holds in memory, in bytes."""
+    size = RECORD_OVERHEAD + len(record.content)
+    if record.reasoning:
+        size += len(record.reasoning)
+    for call in record.tool_calls:
+        size += RECORD_OVERHEAD + len(call.arguments)
+    return size
+
+
+class HistoryCache:
+    """An LRU of histories bounded by their total size in bytes (see :func:`record_size`)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max = max_bytes
         self._entries: OrderedDict[str, list[MessageRecord]] = OrderedDict()
+        self._sizes: dict[str, int] = {}
         self._size = 0
 
     def get(self, session_id: str) -> list[MessageRecord] | None:
@@ -38,10 +56,12 @@ class HistoryCache:
 
     def put(self, session_id: str, records: Sequence[MessageRecord]) -> None:
         self.discard(session_id)
-        if self._max <= 0 or len(records) > self._max:
+        size = sum(map(record_size, records))
+        if self._max <= 0 or size > self._max:
             return
         self._entries[session_id] = list(records)
-        self._size += len(records)
+        self._sizes[session_id] = size
+        self._size += size
         self._evict()
 
     def extend(self, session_id: str, records: Sequence[MessageRecord]) -> None:
@@ -54,20 +74,22 @@ class HistoryCache:
             self.discard(session_id)
             return
         entry.extend(records)
-        self._size += len(records)
+        size = sum(map(record_size, records))
+        self._sizes[session_id] += size
+        self._size += size
         self._entries.move_to_end(session_id)
         self._evict()
 
     def discard(self, session_id: str) -> None:
-        entry = self._entries.pop(session_id, None)
-        if entry is not None:
-            self._size -= len(entry)
+        if self._entries.pop(session_id, None) is not None:
+            self._size -= self._sizes.pop(session_id)
 
     def clear(self) -> None:
         self._entries.clear()
+        self._sizes.clear()
         self._size = 0
 
     def _evict(self) -> None:
         while self._size > self._max and self._entries:
-            _, entry = self._entries.popitem(last=False)
-            self._size -= len(entry)
+            session_id, _ = self._entries.popitem(last=False)
+            self._size -= self._sizes.pop(session_id)

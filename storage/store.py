@@ -82,7 +82,7 @@ class Store:
         indexer: WordIndexer,
         *,
         clock: Callable[[], float],
-        history_cache_messages: int,
+        history_cache_bytes: int,
         open_session_max_age: float,
     ) -> None:
         self.path = path
@@ -92,7 +92,7 @@ class Store:
         self._maintenance = maintenance
         self._writer = writer
         self._clock = clock
-        self._cache = HistoryCache(history_cache_messages)
+        self._cache = HistoryCache(history_cache_bytes)
         self._open_sessions = OpenSessions(max_age=open_session_max_age)
         self._state = _State.OPEN
 
@@ -104,7 +104,7 @@ class Store:
         synchronous: str = "normal",
         retry: RetryPolicy = DEFAULT_RETRY,
         readers: int = 2,
-        history_cache_messages: int = 20_000,
+        history_cache_bytes: int = 64 * 1024 * 1024,
         open_session_max_age: float = 30.0,
         checkpoint_interval: float = 0.5,
         merge: MergePolicy | None = MergePolicy(),
@@ -151,7 +151,7 @@ class Store:
         log.info("storage.opened", path=str(path), schema_version=version, synchronous=synchronous)
         return cls(
             path, writer_thread, pool, maintenance, writer, indexer, clock=clock,
-            history_cache_messages=history_cache_messages, open_session_max_age=open_session_max_age,
+            history_cache_bytes=history_cache_bytes, open_session_max_age=open_session_max_age,
         )  # fmt: skip
 
     async def close(self) -> None:
