@@ -24,7 +24,6 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 
@@ -46,7 +45,7 @@ from gateway.metrics import Metrics
 from gateway.progress import ToolProgress
 from gateway.session_key import session_key_for
 from gateway.typing_indicator import typing
-from storage import SessionRecord, Store
+from storage import SessionRecord, Store, Usage
 
 log = structlog.get_logger("gateway.turn")
 
@@ -287,27 +286,19 @@ class _Persist:
         self._conversations = conversations
         self._metrics = metrics
         self._ref = ref
-        self._usage: dict[str, Any] | None = None
+        self._usage: Usage | None = None
 
     async def on_message(self, message: ChatMessage) -> None:
         if self._progress is not None and message.role == "assistant" and message.tool_calls:
             self._progress.note(call.name for call in message.tool_calls)
-        append = self._store.append_messages(self._ref.record.id, [to_new(message)])
-        if self._usage is None:
-            await append
-            return
-        usage, self._usage = self._usage, None
-        written = self._store.add_usage(self._ref.record.id, **usage)  # queued before the append
-        try:
-            await append
-        finally:
-            await written
+        usage, self._usage = self._usage, None  # the call that produced the message: one write for both
+        await self._store.append_messages(self._ref.record.id, [to_new(message)], usage=usage)
 
     async def flush(self) -> None:
         """Write usage still held (a model call whose message never came)."""
         if self._usage is not None:
             usage, self._usage = self._usage, None
-            await self._store.add_usage(self._ref.record.id, **usage)
+            await self._store.add_call_usage(self._ref.record.id, usage)
 
     async def on_compaction(self, result: CompressionResult) -> None:
         await self.flush()
@@ -316,14 +307,14 @@ class _Persist:
     async def on_model_call(self, response: ModelResponse, cost_usd: float | None) -> None:
         await self.flush()
         u = response.usage
-        self._usage = {
-            "input_tokens": u.input_tokens,
-            "output_tokens": u.output_tokens,
-            "cache_read_tokens": u.cache_read_tokens,
-            "cache_write_tokens": u.cache_write_tokens,
-            "last_prompt_tokens": u.prompt_tokens,
-            "cost_usd": cost_usd or 0.0,
-        }
+        self._usage = Usage(
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cache_read_tokens=u.cache_read_tokens,
+            cache_write_tokens=u.cache_write_tokens,
+            last_prompt_tokens=u.prompt_tokens,
+            cost_usd=cost_usd or 0.0,
+        )
         input_, output, cache_read, cache_write = self._metrics.token_counters
         input_.inc(u.input_tokens)
         output.inc(u.output_tokens)

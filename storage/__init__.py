@@ -33,6 +33,7 @@ from storage.records import (
 )
 from storage.retry import RetryPolicy
 from storage.schema import LATEST as SCHEMA_VERSION
+from storage.sessions import Usage
 from storage.store import Store
 from storage.writer import MergePolicy
 
@@ -61,6 +62,7 @@ __all__ = [
     "TitleError",
     "TitleInUseError",
     "ToolCallRecord",
+    "Usage",
     "UsageTotals",
     "WriteFailedError",
     "new_session_id",

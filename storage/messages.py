@@ -23,6 +23,7 @@ import aiosqlite
 from storage.cjk import message_cjk_tokens
 from storage.errors import SessionNotFoundError, StorageError
 from storage.records import MessageRecord, NewMessage, message_record, tool_calls_from_json, tool_calls_to_json
+from storage.sessions import Usage
 
 __all__ = [
     "MESSAGE_COLUMNS",
@@ -71,9 +72,11 @@ class AppendRequest:
     session_id: str
     messages: tuple[NewMessage, ...]
     values: tuple[tuple[Any, ...], ...]
+    usage: Usage | None = None
+    """A model call's usage to add to the session in the same transaction (the call that produced them)."""
 
 
-def prepare_append(session_id: str, messages: Sequence[NewMessage]) -> AppendRequest:
+def prepare_append(session_id: str, messages: Sequence[NewMessage], usage: Usage | None = None) -> AppendRequest:
     values = tuple(
         (
             m.role,
@@ -88,7 +91,7 @@ def prepare_append(session_id: str, messages: Sequence[NewMessage]) -> AppendReq
         )
         for m in messages
     )
-    return AppendRequest(session_id, tuple(messages), values)
+    return AppendRequest(session_id, tuple(messages), values, usage)
 
 
 class Sequences:

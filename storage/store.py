@@ -269,10 +269,13 @@ class Store:
         cache_write_tokens: int = 0, last_prompt_tokens: int = 0, cost_usd: float = 0.0,
     ) -> Awaitable[None]:  # fmt: skip
         """Add one model call's usage; ``last_prompt_tokens`` replaces the previous value."""
-        usage = sessions.Usage(
+        return self.add_call_usage(session_id, sessions.Usage(
             input_tokens=input_tokens, output_tokens=output_tokens, cache_read_tokens=cache_read_tokens,
             cache_write_tokens=cache_write_tokens, last_prompt_tokens=last_prompt_tokens, cost_usd=cost_usd,
-        )  # fmt: skip
+        ))  # fmt: skip
+
+    def add_call_usage(self, session_id: str, usage: sessions.Usage) -> Awaitable[None]:
+        """:meth:`add_usage` with the figures as one ``Usage``."""
         written = self._bulk(sessions.add_usage_all, (session_id, usage))
         written.add_done_callback(partial(self._usage_written, session_id, usage))
         return written
@@ -289,18 +292,28 @@ class Store:
 
     # -- messages --------------------------------------------------------------------------------
 
-    async def append_messages(self, session_id: str, new: Sequence[NewMessage]) -> list[MessageRecord]:
-        """Append messages in order; returns once they are committed."""
+    async def append_messages(
+        self, session_id: str, new: Sequence[NewMessage], *, usage: sessions.Usage | None = None
+    ) -> list[MessageRecord]:
+        """Append messages in order; returns once they are committed.
+
+        ``usage``: the model call that produced them, added to the session's counters in the same
+        transaction (as ``add_usage`` would, without a write of its own).
+        """
         self._check_open()
         if not new:
+            if usage is not None:
+                await self.add_call_usage(session_id, usage)
             return []
         try:
-            records = await self._writer.append(messages.prepare_append(session_id, new))
+            records = await self._writer.append(messages.prepare_append(session_id, new, usage))
         except BaseException:
             self._open_sessions.forget(session_id)
             raise
         self._cache.extend(session_id, records)
         self._open_sessions.update(session_id, message_count=records[-1].seq)
+        if usage is not None:
+            self._open_sessions.add_usage(session_id, usage)
         return records
 
     async def load_messages(self, session_id: str, *, last_seq: int | None = None) -> list[MessageRecord]:

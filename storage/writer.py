@@ -56,6 +56,7 @@ from storage.maintenance import WalProgress
 from storage.messages import AppendRequest, Sequences, insert_appends
 from storage.records import MessageRecord
 from storage.retry import RetryPolicy, is_busy
+from storage.sessions import add_usage_all
 from storage.transaction import in_transaction
 from storage.worker import ConnectionThread
 
@@ -353,7 +354,15 @@ def _apply(
         if key is not None:
             members = groups[key]
             if key is AppendRequest:
-                results: list[Any] = insert_appends(conn, [ops[i] for i in members], now, known)  # type: ignore[misc]
+                requests: list[AppendRequest] = [ops[i] for i in members]  # type: ignore[misc]
+                results: list[Any] = insert_appends(conn, requests, now, known)
+                usage = [
+                    (request.session_id, request.usage)
+                    for request, result in zip(requests, results)
+                    if request.usage is not None and not isinstance(result, BaseException)
+                ]
+                if usage:  # the sessions exist: their messages were just inserted
+                    add_usage_all(conn, usage, now)
             else:
                 results = key(conn, [ops[i].item for i in members], now)  # type: ignore[union-attr]
             for member, result in zip(members, results, strict=True):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from storage import InvalidTitleError, SessionNotFoundError, Store, TitleInUseError
+from storage import InvalidTitleError, NewMessage, SessionNotFoundError, Store, TitleInUseError, Usage
 from tests.storage.conftest import new_session, user
 
 
@@ -127,3 +127,21 @@ async def test_callers_may_choose_the_session_id(store: Store) -> None:
     chosen = new_session_id()
     created = await new_session(store, session_id=chosen)
     assert created.id == chosen and await store.get_session(chosen) == created
+
+
+async def test_usage_can_ride_on_the_append_of_the_message_it_produced(store: Store) -> None:
+    session = await new_session(store)
+    usage = Usage(input_tokens=7, output_tokens=3, cache_read_tokens=2, last_prompt_tokens=90, cost_usd=0.5)
+    await store.append_messages(session.id, [user("q")])
+    before = await store.usage_since(0.0)
+    records = await store.append_messages(session.id, [NewMessage("assistant", "a")], usage=usage)
+    assert [r.seq for r in records] == [2]
+    stored = await store.get_session(session.id)
+    assert stored is not None
+    assert (stored.input_tokens, stored.output_tokens, stored.cache_read_tokens) == (7, 3, 2)
+    assert (stored.last_prompt_tokens, stored.cost_usd, stored.message_count) == (90, 0.5, 2)
+    after = await store.usage_since(0.0)
+    assert after.calls == before.calls + 1 and after.input_tokens == before.input_tokens + 7
+    with pytest.raises(SessionNotFoundError):
+        await store.append_messages("no-such-session", [user("q")], usage=usage)
+    assert (await store.usage_since(0.0)).calls == after.calls
