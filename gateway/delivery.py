@@ -130,7 +130,9 @@ class Delivery:
             await asyncio.gather(*(self._store.inbox_mark_done(m.platform, m.event_id) for m in answers))
             return []
         markup = adapter.capabilities.markup.value
-        add = self._store.outbox_add(
+        # The events this reply answers are marked done in the same transaction as its rows: a
+        # crash leaves the reply queued with its events done, or neither (the turn then runs again).
+        records = await self._store.outbox_add(
             turn_id,
             platform,
             chat_id,
@@ -139,15 +141,8 @@ class Delivery:
                 OutboxChunk(text=chunk.text, plain=chunk.plain, markup=markup, reply_to=reply_to if i == 0 else None)
                 for i, chunk in enumerate(chunks)
             ],
+            answered=[(m.platform, m.event_id) for m in answers],
         )
-        # The store queues each write when it is called: the rows first, so the writer commits them
-        # no later than the done marks (a crash in between must leave the reply queued, not lost).
-        done = [self._store.inbox_mark_done(m.platform, m.event_id) for m in answers]
-        try:
-            records = await add
-        finally:
-            for marked in done:  # the same transaction as the rows, or a later one: no gather needed
-                await marked
         return [(record, await self._deliver(adapter, record)) for record in records]
 
     async def edit_text(self, record: OutboxRecord | int, text: str) -> list[str]:

@@ -22,6 +22,7 @@ from typing import Any, Final
 import aiosqlite
 
 from storage.bulk import PAIRS_IN, first_hits, json_result, json_rows
+from storage.inbox import mark_done_all
 from storage.records import OutboxChunk, OutboxRecord
 
 __all__ = ["Reply", "add_all", "edit", "get", "mark_failed", "mark_sent_all", "pending", "prune"]
@@ -42,8 +43,9 @@ def _from_json(row: list[Any]) -> OutboxRecord:
     return OutboxRecord(*row)
 
 
-Reply = tuple[str, str, str, str | None, tuple[OutboxChunk, ...]]
-"""What :func:`add_all` takes per item: ``(turn_id, platform, chat_id, thread_id, chunks)``."""
+Reply = tuple[str, str, str, str | None, tuple[OutboxChunk, ...], tuple[tuple[str, str], ...]]
+"""What :func:`add_all` takes per item: ``(turn_id, platform, chat_id, thread_id, chunks, answered)``;
+``answered`` are the inbox events ``(platform, event_id)`` the reply finishes."""
 
 _INSERT_COLUMNS: Final = (
     "turn_id, platform, chat_id, thread_id, chunk_index, text, plain, markup, reply_to, created_at, updated_at"
@@ -51,13 +53,20 @@ _INSERT_COLUMNS: Final = (
 
 
 def add_all(conn: sqlite3.Connection, items: Sequence[Reply], now: float) -> list[list[OutboxRecord]]:
-    """A bulk kind: queue several replies; per reply, its rows in chunk order (existing ones if queued before)."""
+    """A bulk kind: queue several replies; per reply, its rows in chunk order (existing ones if queued before).
+
+    The inbox events each reply answers are marked done in the same transaction: a crash leaves
+    either the reply queued and its events done, or neither (and the turn runs again).
+    """
     rows = [
         (turn_id, platform, chat_id, thread_id, index, c.text, c.plain, c.markup, c.reply_to)
-        for turn_id, platform, chat_id, thread_id, chunks in items
+        for turn_id, platform, chat_id, thread_id, chunks, _ in items
         for index, c in enumerate(chunks)
     ]
-    keys = [(turn_id, len(chunks)) for turn_id, _, _, _, chunks in items]
+    keys = [(turn_id, len(chunks)) for turn_id, _, _, _, chunks, _ in items]
+    answered = [event for *_, events in items for event in events]
+    if answered:
+        mark_done_all(conn, answered, now)
     payload = json_rows(rows)
     if payload is None:
         conn.executemany(

@@ -416,11 +416,22 @@ class Store:
         return await self._write(partial(inbox.prune, older_than=older_than))
 
     def outbox_add(
-        self, turn_id: str, platform: str, chat_id: str, thread_id: str | None, chunks: Sequence[str | OutboxChunk]
+        self,
+        turn_id: str,
+        platform: str,
+        chat_id: str,
+        thread_id: str | None,
+        chunks: Sequence[str | OutboxChunk],
+        *,
+        answered: Sequence[tuple[str, str]] = (),
     ) -> Awaitable[list[OutboxRecord]]:
-        """Queue a reply's chunks for delivery, in order; the same rows again if the turn was queued before."""
+        """Queue a reply's chunks for delivery, in order; the same rows again if the turn was queued before.
+
+        ``answered``: inbox events ``(platform, event_id)`` this reply finishes, marked done in the
+        same transaction (as ``inbox_mark_done`` would, without a write of its own).
+        """
         queued = tuple(OutboxChunk(text=c) if isinstance(c, str) else c for c in chunks)
-        return self._bulk(outbox.add_all, (turn_id, platform, chat_id, thread_id, queued))
+        return self._bulk(outbox.add_all, (turn_id, platform, chat_id, thread_id, queued, tuple(answered)))
 
     def outbox_mark_sent(self, outbox_id: int, platform_message_id: str | None) -> Awaitable[bool]:
         return self._bulk(outbox.mark_sent_all, (outbox_id, platform_message_id))

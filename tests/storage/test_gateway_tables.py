@@ -74,6 +74,18 @@ async def test_outbox_add_is_idempotent_per_turn(store: Store) -> None:
     assert len(await store.outbox_pending()) == 2
 
 
+async def test_a_queued_reply_finishes_the_events_it_answers(store: Store) -> None:
+    for n in range(3):
+        await store.inbox_accept("telegram", f"u{n}", "telegram:1", {"n": n})
+    rows = await store.outbox_add("turn-u0", "telegram", "1", None, ["answer"], answered=[("telegram", "u0"),
+                                                                                           ("telegram", "u1")])
+    assert [r.text for r in rows] == ["answer"]
+    assert [r.event_id for r in await store.inbox_unfinished()] == ["u2"]
+    # Queued again after a crash: the same rows, and the events stay done.
+    assert await store.outbox_add("turn-u0", "telegram", "1", None, ["answer"], answered=[("telegram", "u0")]) == rows
+    assert [r.event_id for r in await store.inbox_unfinished()] == ["u2"]
+
+
 async def test_outbox_sent_and_failed(store: Store) -> None:
     ids = [r.id for r in await store.outbox_add("turn-1", "telegram", "1", None, ["x", "y", "z"])]
     assert await store.outbox_mark_sent(ids[0], "tg-msg-9") is True
