@@ -128,6 +128,8 @@ class TtlAdvisor:
     def __init__(self, configured: Literal["5m", "1h", "auto"] = "auto") -> None:
         self.configured = configured
         self._gaps: deque[float] = deque(maxlen=self.WINDOW)
+        self._under5 = 0  # gaps in the window under 5 and under 60 minutes, kept as gaps come and go
+        self._under60 = 0
         self._last_at: float | None = None
         self._last_write: tuple[float, Ttl] | None = None
 
@@ -142,16 +144,22 @@ class TtlAdvisor:
     def observe(self, at: float) -> None:
         """Record that the user sent a message at wall-clock time ``at``."""
         if self._last_at is not None and at >= self._last_at:
-            self._gaps.append(at - self._last_at)
+            gaps = self._gaps
+            if len(gaps) == gaps.maxlen:
+                leaving = gaps[0]
+                self._under5 -= leaving < 300
+                self._under60 -= leaving < 3600
+            gap = at - self._last_at
+            gaps.append(gap)
+            self._under5 += gap < 300
+            self._under60 += gap < 3600
         self._last_at = at
 
     def shares(self) -> tuple[float, float]:
         """Estimated shares of gaps under 5 and under 60 minutes."""
         n = len(self._gaps)
-        under5 = sum(1 for gap in self._gaps if gap < 300)
-        under60 = sum(1 for gap in self._gaps if gap < 3600)
         w = self.PRIOR_WEIGHT
-        return (under5 + w * self.PRIOR_F5) / (n + w), (under60 + w * self.PRIOR_F60) / (n + w)
+        return (self._under5 + w * self.PRIOR_F5) / (n + w), (self._under60 + w * self.PRIOR_F60) / (n + w)
 
     def record_write(self, at: float, ttl: Ttl) -> None:
         """The session's cache was last written at ``at`` with ``ttl``."""

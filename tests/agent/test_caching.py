@@ -141,3 +141,21 @@ def test_a_cold_turn_of_a_user_who_returns_after_hours_writes_five_minutes() -> 
         times.append(at)
     advisor = TtlAdvisor.from_timestamps("auto", times)
     assert advisor.choose(0.1, cold=True) == "5m"
+
+
+
+def test_shares_follow_the_window_as_old_gaps_leave_it() -> None:
+    advisor = TtlAdvisor("auto")
+    gaps = [60.0] * 30 + [1800.0] * 30 + [7200.0] * 30 + [60.0] * 20  # 110 gaps through a window of 50
+    at = 0.0
+    advisor.observe(at)
+    w = TtlAdvisor.PRIOR_WEIGHT
+    for count, gap in enumerate(gaps, start=1):
+        at += gap
+        advisor.observe(at)
+        window = gaps[max(0, count - TtlAdvisor.WINDOW) : count]
+        expected = (
+            (sum(g < 300 for g in window) + w * TtlAdvisor.PRIOR_F5) / (len(window) + w),
+            (sum(g < 3600 for g in window) + w * TtlAdvisor.PRIOR_F60) / (len(window) + w),
+        )
+        assert advisor.shares() == expected, count
