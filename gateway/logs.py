@@ -68,12 +68,19 @@ def utc_stamp(created: float) -> str:
     return f"{cached[1]}.{micros // 1000:03d}Z"
 
 
+_CONTEXT_RANK = {key: rank for rank, key in enumerate(_CONTEXT_ORDER)}
+
+
+def _context_rank(key: str) -> int:
+    return _CONTEXT_RANK.get(key, 99)
+
+
 def _context_first(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
     """Bound context (turn, platform, chat, session) leads, then the event's own fields."""
     context = structlog.contextvars.get_contextvars()
     if not context:
         return event_dict
-    ordered = sorted(context, key=lambda key: _CONTEXT_ORDER.index(key) if key in _CONTEXT_ORDER else 99)
+    ordered = sorted(context, key=_context_rank)
     merged: dict[str, Any] = {key: context[key] for key in ordered if key not in event_dict}
     merged.update(event_dict)
     return merged
@@ -153,9 +160,22 @@ class _RotatingFile(logging.handlers.RotatingFileHandler):
 
 
 class RedactingFormatter(structlog.stdlib.ProcessorFormatter):
-    """The last word on every line: masks secrets in the rendered text."""
+    """The last word on every line: masks secrets in the rendered text.
+
+    A line of our own (structlog's event dict, passed on by ``wrap_for_formatter``) is rendered
+    from a copy of that dict straight away; the base class also copies the whole record and runs
+    the stdlib formatting on it, which our lines never use (a sixth of the cost of a line).
+    Library records take the base class's way.
+    """
 
     def format(self, record: logging.LogRecord) -> str:
+        event = record.msg
+        method = getattr(record, "_name", None)
+        if type(event) is dict and method is not None and getattr(record, "_logger", None) is not None:
+            rendered: Any = {**event, "_record": record, "_from_structlog": True}
+            for processor in self.processors:
+                rendered = processor(self.logger, method, rendered)
+            return redactor(rendered)
         return redactor(super().format(record))
 
 
