@@ -18,8 +18,8 @@ Configuration: ``sessions.debounce_ms: 0`` (a debounce window adds itself to the
 latency by design), ``sessions.max_concurrent_turns: 64``, ``/health`` on port
 0, logging to a file in the temp home at ``warning`` (``--log-level info`` to
 see what the default ``info`` level costs), no console. Once the gateway is up, the
-start-up heap is frozen out of garbage collection, as ``switchboard run`` does
-(``gateway/runner.py``).
+garbage collector is set up as ``switchboard run`` sets it up (``settle_heap`` in
+``gateway/runner.py``: the start-up heap frozen, higher thresholds).
 
 Each of ROUNDS rounds runs four systems in turn on fresh temp directories -
 gateway and floor in closed loop, then gateway and floor paced - so gateway

@@ -69,23 +69,32 @@ async def run_gateway(
             log.error("run.no_adapter_running", hint="see the adapter.start_failed lines above")
             print("Switchboard stopped: no platform adapter could start (details in the log).", file=sys.stderr)
             return EXIT_FAILED
-        freeze_startup_heap()
+        settle_heap()
         await stop.wait()
     finally:
         await gateway.shutdown()
     return EXIT_OK
 
 
-def freeze_startup_heap() -> None:
-    """Keep what start-up allocated (modules, configuration, clients) out of later garbage collections.
+GC_THRESHOLDS = (10_000, 20, 20)
+"""Collect the young generation after 10,000 net new container objects instead of 700 (and the
+older ones after 20 younger collections instead of 10). A turn allocates a few hundred such
+objects (messages, records, futures, tasks), most freed again within the turn: at the default
+the collector ran every few turns and walked objects that were about to go anyway."""
 
-    A full collection scans every tracked object; at start the heap is mostly objects that live as
-    long as the process. Collecting once and freezing them (``gc.freeze``) made the collector's
-    longest pause under the gateway benchmark 20 ms instead of 43 ms and the worst reply 24 ms
-    later instead of 76 ms.
+
+def settle_heap() -> None:
+    """Set the garbage collector up for a long-running gateway, once it is up.
+
+    What start-up allocated (modules, configuration, clients) lives as long as the process:
+    collected once and frozen (``gc.freeze``), later full collections skip it. Then the
+    thresholds above. Measured with the gateway benchmark: the collector's longest pause 20 ms
+    instead of 43 ms, and about a fifth less event-loop CPU per turn (collections had been
+    running every few turns).
     """
     gc.collect()
     gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def search_function(store: Store) -> Callable[[str, int], Awaitable[list[dict[str, object]]]]:
