@@ -75,7 +75,7 @@ def add_all(conn: sqlite3.Connection, items: Sequence[Reply], now: float) -> lis
             [(*row, now, now) for row in rows],
         )
     elif rows:
-        conn.execute(
+        cursor = conn.execute(
             f"""INSERT INTO outbox ({_INSERT_COLUMNS})
                 SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, j.value->>5, j.value->>6,
                        j.value->>7, j.value->>8, ?1, ?1
@@ -83,6 +83,15 @@ def add_all(conn: sqlite3.Connection, items: Sequence[Reply], now: float) -> lis
                 ON CONFLICT (turn_id, chunk_index) DO NOTHING""",
             (now, payload),
         )
+        if cursor.rowcount == len(rows) and cursor.lastrowid is not None:
+            # Every row is new (none queued before): one statement gave them consecutive ids, and
+            # they hold what was bound plus the column defaults, so nothing needs reading back.
+            first = cursor.lastrowid - len(rows) + 1
+            by_key = {
+                (row[0], row[4]): OutboxRecord(first + n, *row, "pending", None, 0, now, now, None)
+                for n, row in enumerate(rows)
+            }
+            return [[by_key[(turn_id, index)] for index in range(count)] for turn_id, count in keys]
     wanted = json_rows([(turn_id, index) for turn_id, count in keys for index in range(count)])
     if wanted is None:  # a turn id with a NUL in it: look each reply up with bound parameters
         by_key = {

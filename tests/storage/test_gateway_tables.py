@@ -74,6 +74,22 @@ async def test_outbox_add_is_idempotent_per_turn(store: Store) -> None:
     assert len(await store.outbox_pending()) == 2
 
 
+async def test_queued_rows_come_back_as_the_database_holds_them(store: Store) -> None:
+    chunks = [OutboxChunk(text="one", plain="one", markup="html", reply_to="m9"), OutboxChunk(text="two")]
+    fresh = await asyncio.gather(
+        store.outbox_add("turn-a", "telegram", "1", None, chunks),
+        store.outbox_add("turn-b", "slack", "C1", "171.2", ["three"]),
+    )
+    again = await asyncio.gather(  # queued before: read back, not made up
+        store.outbox_add("turn-a", "telegram", "1", None, chunks),
+        store.outbox_add("turn-c", "telegram", "1", None, ["four"]),
+    )
+    assert again[0] == fresh[0]
+    for rows in (*fresh, *again):
+        for row in rows:
+            assert await store.outbox_get(row.id) == row
+
+
 async def test_a_queued_reply_finishes_the_events_it_answers(store: Store) -> None:
     for n in range(3):
         await store.inbox_accept("telegram", f"u{n}", "telegram:1", {"n": n})
