@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from storage.records import SessionRecord
+from storage.sessions import Usage
 
 __all__ = ["OpenSessions"]
 
@@ -87,8 +88,8 @@ class OpenSessions:
         if key is not None:
             self._entries[key].changes.update(changes)
 
-    def add_usage(self, session_id: str, usage: Any) -> None:
-        """This process committed one model call's usage (a ``storage.sessions.Usage``) for ``session_id``."""
+    def add_usage(self, session_id: str, usage: Usage) -> None:
+        """This process committed one model call's usage for ``session_id``."""
         key = self._keys.get(session_id)
         if key is None:
             self._generation += 1
