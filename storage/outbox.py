@@ -68,6 +68,7 @@ def add_all(conn: sqlite3.Connection, items: Sequence[Reply], now: float) -> lis
     if answered:
         mark_done_all(conn, answered, now)
     payload = json_rows(rows)
+    by_key: dict[tuple[str, int], OutboxRecord] | None = None
     if payload is None:
         conn.executemany(
             f"""INSERT INTO outbox ({_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -91,25 +92,29 @@ def add_all(conn: sqlite3.Connection, items: Sequence[Reply], now: float) -> lis
                 (row[0], row[4]): OutboxRecord(first + n, *row, "pending", None, 0, now, now, None)
                 for n, row in enumerate(rows)
             }
-            return [[by_key[(turn_id, index)] for index in range(count)] for turn_id, count in keys]
+    if by_key is None:
+        by_key = _queued_rows(conn, keys)
+    return [[by_key[(turn_id, index)] for index in range(count)] for turn_id, count in keys]
+
+
+def _queued_rows(conn: sqlite3.Connection, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], OutboxRecord]:
+    """The rows of each ``(turn_id, chunk count)`` as stored, by ``(turn_id, chunk_index)``."""
     wanted = json_rows([(turn_id, index) for turn_id, count in keys for index in range(count)])
     if wanted is None:  # a turn id with a NUL in it: look each reply up with bound parameters
-        by_key = {
+        return {
             (row[1], row[5]): OutboxRecord(*row)
             for turn_id, count in keys
             for row in conn.execute(
                 f"SELECT {_COLUMNS} FROM outbox WHERE turn_id = ? AND chunk_index < ?", (turn_id, count)
             )
         }
-    else:
-        found = json_result(
-            conn,
-            f"""SELECT json_group_array(json_array({_JSON_COLUMNS})) FROM outbox
-                WHERE (turn_id, chunk_index) IN {PAIRS_IN}""",
-            (wanted,),
-        )
-        by_key = {(row[1], row[5]): _from_json(row) for row in found}
-    return [[by_key[(turn_id, index)] for index in range(count)] for turn_id, count in keys]
+    found = json_result(
+        conn,
+        f"""SELECT json_group_array(json_array({_JSON_COLUMNS})) FROM outbox
+            WHERE (turn_id, chunk_index) IN {PAIRS_IN}""",
+        (wanted,),
+    )
+    return {(row[1], row[5]): _from_json(row) for row in found}
 
 
 def edit(
