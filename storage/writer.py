@@ -25,10 +25,9 @@ Failure handling, in order:
   tries every operation in the batch fails with ``WriteFailedError``.
 * Any other error while a batch of several is applied: roll back and replay
   the operations one transaction each, so only the faulty one fails. (No
-  savepoint per operation: that is three more statements each, and every
-  statement costs the writer's thread a wait for the GIL while the event
-  loop is busy. Operations are written to be replayed anyway: a busy
-  database makes the writer run a batch again.)
+  savepoint per operation: that is three more statements each. Operations
+  are written to be replayed anyway: a busy database makes the writer run a
+  batch again.)
 
 Full-text index merging needs the write lock too. After a commit has been
 handed back, the thread merges index segments in bounded slices, each its own
