@@ -9,7 +9,6 @@ reply reached the adapter.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -110,11 +109,10 @@ class BenchAdapter(LoopbackAdapter):
     def __init__(self, tracker: Tracker) -> None:
         super().__init__()
         self._tracker = tracker
-        self._ids = itertools.count(1)
 
     async def send(self, message: OutboundMessage) -> str:
         self._tracker.reply(message.text, time.perf_counter())
-        return f"m{next(self._ids)}"
+        return f"m{next(self._message_ids)}"
 
 
 @dataclass
