@@ -224,6 +224,7 @@ class Store:
         op = partial(sessions.insert_session, new=new, session_id=session_id or new_session_id(now), started_at=now)
         record: SessionRecord = await self._write(op)
         self._open_sessions.written(record)
+        self._cache.put(record.id, [])  # its history is known: the next turn needs no read
         return record
 
     async def get_session(self, session_id: str) -> SessionRecord | None:

@@ -140,6 +140,26 @@ async def test_last_seq_from_a_fresh_session_record_revalidates_the_cache(db_pat
         await second.close()
 
 
+async def test_a_new_sessions_history_is_known_yet_follows_other_stores(db_path: Path) -> None:
+    """A session starts with an empty history in its store's cache (no read for its second turn);
+    that entry is revalidated like any other."""
+    first, second = await Store.open(db_path), await Store.open(db_path)
+    try:
+        session = await new_session(first)
+        assert await first.load_messages(session.id, last_seq=0) == []
+        await first.append_messages(session.id, [user("a")])
+        await second.append_messages(session.id, [user("b")])
+        record = await first.get_session(session.id)
+        assert record is not None
+        assert [m.content for m in await first.load_messages(session.id, last_seq=record.message_count)] == ["a", "b"]
+        other = await new_session(first)
+        await second.append_messages(other.id, [user("x")])
+        assert [m.content for m in await first.load_messages(other.id)] == ["x"]
+    finally:
+        await first.close()
+        await second.close()
+
+
 async def test_loaded_lists_are_copies(store: Store) -> None:
     session = await new_session(store)
     await store.append_messages(session.id, [user("a")])
