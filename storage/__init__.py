@@ -19,6 +19,7 @@ from storage.errors import (
 )
 from storage.ids import new_session_id
 from storage.lineage import END_COMPRESSION
+from storage.messages import MessageAppend
 from storage.records import (
     InboxRecord,
     MessageRecord,
@@ -43,6 +44,7 @@ __all__ = [
     "InboxRecord",
     "InvalidTitleError",
     "MergePolicy",
+    "MessageAppend",
     "MessageRecord",
     "NewMessage",
     "OutboxChunk",

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import aiosqlite
 
+from storage.bulk import BulkWrite
 from storage.cjk import message_cjk_tokens
 from storage.errors import SessionNotFoundError, StorageError
 from storage.records import MessageRecord, NewMessage, message_record, tool_calls_from_json, tool_calls_to_json
@@ -28,6 +29,7 @@ from storage.sessions import Usage
 __all__ = [
     "MESSAGE_COLUMNS",
     "AppendRequest",
+    "MessageAppend",
     "Sequences",
     "insert_appends",
     "last_seq",
@@ -74,9 +76,23 @@ class AppendRequest:
     values: tuple[tuple[Any, ...], ...]
     usage: Usage | None = None
     """A model call's usage to add to the session in the same transaction (the call that produced them)."""
+    then: BulkWrite | None = None
+    """A write that goes in the same transaction only if these messages do (the reply that delivers them);
+    the request's result is then ``(records, then's result)``."""
 
 
-def prepare_append(session_id: str, messages: Sequence[NewMessage], usage: Usage | None = None) -> AppendRequest:
+@dataclass(frozen=True, slots=True)
+class MessageAppend:
+    """Messages to store along with another write (``Store.outbox_add(..., append=...)``)."""
+
+    session_id: str
+    messages: Sequence[NewMessage]
+    usage: Usage | None = None
+
+
+def prepare_append(
+    session_id: str, messages: Sequence[NewMessage], usage: Usage | None = None, *, then: BulkWrite | None = None
+) -> AppendRequest:
     values = tuple(
         (
             m.role,
@@ -91,7 +107,7 @@ def prepare_append(session_id: str, messages: Sequence[NewMessage], usage: Usage
         )
         for m in messages
     )
-    return AppendRequest(session_id, tuple(messages), values, usage)
+    return AppendRequest(session_id, tuple(messages), values, usage, then)
 
 
 class Sequences:

@@ -38,6 +38,7 @@ from storage.ids import new_session_id
 from storage.indexer import WordIndexer
 from storage.log import log
 from storage.maintenance import Maintenance, WalProgress
+from storage.messages import MessageAppend
 from storage.migrations import upgrade
 from storage.open_sessions import OpenSessions
 from storage.readers import Readers
@@ -293,29 +294,43 @@ class Store:
 
     # -- messages --------------------------------------------------------------------------------
 
-    async def append_messages(
+    def append_messages(
         self, session_id: str, new: Sequence[NewMessage], *, usage: sessions.Usage | None = None
-    ) -> list[MessageRecord]:
-        """Append messages in order; returns once they are committed.
+    ) -> Awaitable[list[MessageRecord]]:
+        """Append messages in order; the awaitable completes once they are committed.
 
+        Queued at once, in call order with the store's other writes (the writer's future, not a
+        coroutine), so a caller may queue a message, get on with its work and await it later.
         ``usage``: the model call that produced them, added to the session's counters in the same
         transaction (as ``add_usage`` would, without a write of its own).
         """
         self._check_open()
         if not new:
-            if usage is not None:
-                await self.add_call_usage(session_id, usage)
-            return []
-        try:
-            records = await self._writer.append(messages.prepare_append(session_id, new, usage))
-        except BaseException:
-            self._open_sessions.forget(session_id)
-            raise
-        self._cache.extend(session_id, records)
-        self._open_sessions.update(session_id, message_count=records[-1].seq)
+            return self._usage_only(session_id, usage)
+        return self._append(messages.prepare_append(session_id, new, usage))
+
+    async def _usage_only(self, session_id: str, usage: sessions.Usage | None) -> list[MessageRecord]:
         if usage is not None:
-            self._open_sessions.add_usage(session_id, usage)
-        return records
+            await self.add_call_usage(session_id, usage)
+        return []
+
+    def _append(self, request: messages.AppendRequest) -> asyncio.Future[Any]:
+        """Queue ``request``; once it is committed, the cache and the open-session map follow what it stored
+        (before whoever awaits the future resumes: its callbacks run in the order they were added)."""
+        future = self._writer.append(request)
+        future.add_done_callback(partial(self._appended, request))
+        return future
+
+    def _appended(self, request: messages.AppendRequest, future: asyncio.Future[Any]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            self._open_sessions.forget(request.session_id)  # it may or may not be stored: read it again
+            return
+        result = future.result()
+        records = result if request.then is None else result[0]
+        self._cache.extend(request.session_id, records)
+        self._open_sessions.update(request.session_id, message_count=records[-1].seq)
+        if request.usage is not None:
+            self._open_sessions.add_usage(request.session_id, request.usage)
 
     async def load_messages(self, session_id: str, *, last_seq: int | None = None) -> list[MessageRecord]:
         """The whole history of a session, ordered by ``seq``.
@@ -425,14 +440,30 @@ class Store:
         chunks: Sequence[str | OutboxChunk],
         *,
         answered: Sequence[tuple[str, str]] = (),
+        append: MessageAppend | None = None,
     ) -> Awaitable[list[OutboxRecord]]:
         """Queue a reply's chunks for delivery, in order; the same rows again if the turn was queued before.
 
         ``answered``: inbox events ``(platform, event_id)`` this reply finishes, marked done in the
         same transaction (as ``inbox_mark_done`` would, without a write of its own).
+        ``append``: messages (the reply itself, as the model wrote it) stored in that transaction
+        too, as ``append_messages`` would: both or neither (an unknown session queues no reply).
         """
         queued = tuple(OutboxChunk(text=c) if isinstance(c, str) else c for c in chunks)
-        return self._bulk(outbox.add_all, (turn_id, platform, chat_id, thread_id, queued, tuple(answered)))
+        item = (turn_id, platform, chat_id, thread_id, queued, tuple(answered))
+        if append is None:
+            return self._bulk(outbox.add_all, item)
+        if not append.messages:
+            raise ValueError("an append along with a reply needs at least one message")
+        self._check_open()
+        then = BulkWrite(outbox.add_all, item)
+        return self._append_then(messages.prepare_append(append.session_id, append.messages, append.usage, then=then))
+
+    async def _append_then(self, request: messages.AppendRequest) -> Any:
+        _, outcome = await self._append(request)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
 
     def outbox_mark_sent(self, outbox_id: int, platform_message_id: str | None) -> Awaitable[bool]:
         return self._bulk(outbox.mark_sent_all, (outbox_id, platform_message_id))

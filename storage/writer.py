@@ -353,15 +353,7 @@ def _apply(
         if key is not None:
             members = groups[key]
             if key is AppendRequest:
-                requests: list[AppendRequest] = [ops[i] for i in members]  # type: ignore[misc]
-                results: list[Any] = insert_appends(conn, requests, now, known)
-                usage = [
-                    (request.session_id, request.usage)
-                    for request, result in zip(requests, results)
-                    if request.usage is not None and not isinstance(result, BaseException)
-                ]
-                if usage:  # the sessions exist: their messages were just inserted
-                    add_usage_all(conn, usage, now)
+                results: list[Any] = _apply_appends(conn, [ops[i] for i in members], now, known)  # type: ignore[misc]
             else:
                 results = key(conn, [ops[i].item for i in members], now)  # type: ignore[union-attr]
             for member, result in zip(members, results, strict=True):
@@ -370,6 +362,27 @@ def _apply(
             outcomes[index] = _Outcome(op(conn))  # type: ignore[operator]
             known.last_id = None  # it may have added messages (a lineage split does): read the last id again
     return outcomes  # type: ignore[return-value]
+
+
+def _apply_appends(
+    conn: sqlite3.Connection, requests: list[AppendRequest], now: float, known: Sequences
+) -> list[Any]:
+    """Every append of a batch, then what rides on the ones that went in: usage, and ``then`` writes."""
+    results: list[Any] = insert_appends(conn, requests, now, known)
+    stored = [i for i, result in enumerate(results) if not isinstance(result, BaseException)]
+    usage = [(requests[i].session_id, requests[i].usage) for i in stored if requests[i].usage is not None]
+    if usage:  # the sessions exist: their messages were just inserted
+        add_usage_all(conn, usage, now)
+    followers: dict[Any, list[int]] = {}
+    for i in stored:
+        then = requests[i].then
+        if then is not None:
+            followers.setdefault(then.kind, []).append(i)
+    for kind, positions in followers.items():
+        items = [requests[i].then.item for i in positions]  # type: ignore[union-attr]
+        for i, outcome in zip(positions, kind(conn, items, now), strict=True):
+            results[i] = (results[i], outcome)
+    return results
 
 
 def _merge_slice(conn: sqlite3.Connection, *, pages: int) -> None:
