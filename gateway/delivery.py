@@ -49,7 +49,7 @@ from gateway.events import InboundMessage, Markup, OutboundMessage
 from gateway.formatting import Chunk, render
 from gateway.keyed_locks import KeyedLocks
 from gateway.metrics import Metrics
-from storage import OutboxChunk, OutboxRecord, Store
+from storage import MessageAppend, OutboxChunk, OutboxRecord, Store
 
 log = structlog.get_logger("gateway.delivery")
 
@@ -96,16 +96,18 @@ class Delivery:
         reply_to: str | None = None,
         text: str,
         answers: Sequence[InboundMessage] = (),
+        append: MessageAppend | None = None,
     ) -> list[str]:
         """Render, record and send ``text`` (model Markdown); returns the platform message ids sent.
 
         ``answers`` are the inbound messages this text replies to: they are marked done in the same
         commit as the outbox rows (from then on the outbox owns the reply, and a restart sends
-        what is still pending), which saves the turn a round trip to the database.
+        what is still pending), which saves the turn a round trip to the database. ``append``:
+        the session messages this text delivers, stored in that commit too (both or neither).
         """
         sent = await self.send_text_rows(
             turn_id=turn_id, platform=platform, chat_id=chat_id, thread_id=thread_id, reply_to=reply_to, text=text,
-            answers=answers,
+            answers=answers, append=append,
         )  # fmt: skip
         return [message_id for _, message_id in sent if message_id]
 
@@ -119,6 +121,7 @@ class Delivery:
         reply_to: str | None = None,
         text: str,
         answers: Sequence[InboundMessage] = (),
+        append: MessageAppend | None = None,
     ) -> list[tuple[OutboxRecord, str | None]]:
         """Like :meth:`send_text`, with each chunk's outbox row (as queued) and its message id or None.
 
@@ -127,6 +130,8 @@ class Delivery:
         adapter = self._adapters[platform]
         chunks = self._render(adapter, text)
         if not chunks:
+            if append is not None:
+                await self._store.append_messages(append.session_id, append.messages, usage=append.usage)
             await asyncio.gather(*(self._store.inbox_mark_done(m.platform, m.event_id) for m in answers))
             return []
         markup = adapter.capabilities.markup.value
@@ -142,6 +147,7 @@ class Delivery:
                 for i, chunk in enumerate(chunks)
             ],
             answered=[(m.platform, m.event_id) for m in answers],
+            append=append,
         )
         return [(record, await self._deliver(adapter, record)) for record in records]
 

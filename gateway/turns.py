@@ -3,13 +3,17 @@
 Steps, each persisted before the next depends on it:
 
 1. open the session (starting a new one after a reset);
-2. store the user's message (messages that arrived together become one);
+2. store the user's message (messages that arrived together become one): queued
+   at once, awaited before the turn's next write, so the model call does not
+   wait for the commit;
 3. session hygiene: compact first if the stored history is past 85% of the window;
-4. the agent's turn, with every new message stored as it appears and a
-   compaction inside the turn splitting the session into a lineage child;
-5. the reply goes through the outbox to the platform (when the turn called
-   tools, a progress message went out before it: ``gateway/progress.py``);
-6. the inbox events are marked done.
+4. the agent's turn, with every new message stored as it appears (a tool runs
+   only once its call is stored) and a compaction inside the turn splitting the
+   session into a lineage child;
+5. one commit ends the turn: the final answer, its usage, the reply's chunks in
+   the outbox and the inbox events marked done; then the chunks go to the
+   platform (when the turn called tools, a progress message went out before
+   them: ``gateway/progress.py``).
 
 A turn replayed after a crash finds its own user message (tagged with the
 events it answered), continues the agent from what was stored, or only
@@ -22,8 +26,9 @@ import hashlib
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
@@ -45,7 +50,7 @@ from gateway.metrics import Metrics
 from gateway.progress import ToolProgress
 from gateway.session_key import session_key_for
 from gateway.typing_indicator import typing
-from storage import SessionRecord, Store, Usage
+from storage import MessageAppend, SessionRecord, Store, Usage
 
 log = structlog.get_logger("gateway.turn")
 
@@ -62,6 +67,16 @@ class _SessionRef:
     """The session a turn writes to; it changes when a compaction splits the session."""
 
     record: SessionRecord
+    pending: Awaitable[Any] | None = None
+    """The user's message, queued but not awaited: the model needs it only in memory, so the
+    turn goes on while it is committed. Every later write of the turn awaits it first."""
+
+    async def settled(self) -> SessionRecord:
+        """The session, once the queued user message is stored (its error, if it was not)."""
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            await pending
+        return self.record
 
 
 MAX_REMEMBERED_WARNINGS = 10_000
@@ -139,17 +154,33 @@ class TurnRunner:
             log.info("turn.resumed", events=len(batch))
         else:
             user = ChatMessage.user(compose(batch, named=shared))
-            await self._store.append_messages(ref.record.id, [to_new(user, platform_message_id=event_tag(batch))])
+            ref.pending = self._store.append_messages(ref.record.id, [to_new(user, platform_message_id=event_tag(batch))])
             history.append(user)
+        try:
+            await self._finish_turn(ref, conversation, turn_id, history, batch, started, shared)
+        finally:
+            await ref.settled()  # whatever happened, a failed write of the user's message is not lost silently
+
+    async def _finish_turn(
+        self,
+        ref: _SessionRef,
+        conversation: Conversation,
+        turn_id: str,
+        history: list[ChatMessage],
+        batch: list[InboundMessage],
+        started: float,
+        shared: bool,
+    ) -> None:
         history = await self._repair_tail(ref, history)
         log.info("turn.started", messages=len(batch), history=len(history))
         history = await self._hygiene(ref, conversation, history, batch[0])
         progress = self._progress_for(turn_id, batch[0])
         try:
-            reply = await self._reply(ref, conversation, history, batch, started, shared, progress)
+            reply, stored_with_reply = await self._reply(ref, conversation, history, batch, started, shared, progress)
         finally:
             if progress is not None:
                 await progress.stop()  # the progress message is out before the reply, never after
+        await ref.settled()  # the reply marks the user's events done: their message must be stored
         await self._delivery.send_text(
             turn_id=turn_id,
             platform=batch[0].platform,
@@ -158,6 +189,7 @@ class TurnRunner:
             reply_to=batch[-1].message_id,
             text=reply,
             answers=batch,
+            append=stored_with_reply,
         )
         if progress is not None:
             await progress.finish()
@@ -181,7 +213,7 @@ class TurnRunner:
             if call.id not in answered
         ]
         if stubs:
-            await self._store.append_messages(ref.record.id, [to_new(m) for m in stubs])
+            await self._store.append_messages((await ref.settled()).id, [to_new(m) for m in stubs])
             log.warning("turn.repaired", stub_results=len(stubs))
         return [*history, *stubs] if stubs else history
 
@@ -201,7 +233,7 @@ class TurnRunner:
         agent = self._conversations.agent_session(ref.record, conversation.records)
         result = await hygiene.compact(history, agent.compressor, verdict)
         if result.compacted:
-            ref.record = await self._conversations.split(ref.record, result.messages)
+            ref.record = await self._conversations.split(await ref.settled(), result.messages)
             return list(result.messages)
         if result.summary_failed and ref.record.id not in self._hygiene_warned:
             self._hygiene_warned[ref.record.id] = None
@@ -225,9 +257,10 @@ class TurnRunner:
         started: float,
         shared: bool,
         progress: ToolProgress | None = None,
-    ) -> str:
+    ) -> tuple[str, MessageAppend | None]:
+        """The reply's text, and the message(s) to store with it (see ``_Persist.reply``)."""
         if history[-1].role == "assistant" and not history[-1].tool_calls:
-            return history[-1].content  # a replay: the reply was stored before the crash
+            return history[-1].content, None  # a replay: the reply was stored before the crash
         agent = self._conversations.agent_session(ref.record, conversation.records)
         adapter = self._adapters[batch[0].platform]
         observer = _Persist(self._store, self._conversations, self._metrics, ref, progress)
@@ -244,7 +277,7 @@ class TurnRunner:
         except ModelUnavailableError as error:
             self._metrics.turns.labels(batch[0].platform, "model_unavailable").inc()
             log.error("turn.failed", reason=str(error.causes[-1]) if error.causes else str(error))
-            return error.user_message
+            return error.user_message, None
         finally:
             self._metrics.turns_running.dec()
             await observer.flush()
@@ -263,14 +296,18 @@ class TurnRunner:
             compactions=result.compactions,
             ms=round(elapsed * 1000),
         )
-        return result.reply or "(I have nothing to add.)"
+        return result.reply or "(I have nothing to add.)", observer.reply
 
 
 class _Persist:
     """Stores what the agent produces as it produces it, and accounts usage.
 
-    A model call's usage is written together with the message that call produced (both are
-    queued at once, so the store commits them in one group), not one round trip after the other.
+    A model call's usage is written together with the message that call produced, in one write.
+    The final answer (an assistant message without tool calls: nothing acts on it but the
+    delivery) is held in :attr:`reply` and stored by the outbox write that queues it for
+    delivery: the turn ends in one commit, in which the answer, its usage, the reply's chunks
+    and the finished inbox events go in together or not at all. Every other message is stored
+    before the turn goes on (a tool runs only once its call is on record).
     """
 
     def __init__(
@@ -287,24 +324,38 @@ class _Persist:
         self._metrics = metrics
         self._ref = ref
         self._usage: Usage | None = None
+        self.reply: MessageAppend | None = None
+        """The final answer and its call's usage, not yet stored: the delivery stores it."""
 
     async def on_message(self, message: ChatMessage) -> None:
+        await self._store_reply()  # never expected (the answer ends the turn), but never lost either
         if self._progress is not None and message.role == "assistant" and message.tool_calls:
             self._progress.note(call.name for call in message.tool_calls)
         usage, self._usage = self._usage, None  # the call that produced the message: one write for both
-        await self._store.append_messages(self._ref.record.id, [to_new(message)], usage=usage)
+        if message.role == "assistant" and not message.tool_calls:
+            self.reply = MessageAppend(self._ref.record.id, [to_new(message)], usage)
+            return
+        await self._store.append_messages((await self._ref.settled()).id, [to_new(message)], usage=usage)
+
+    async def _store_reply(self) -> None:
+        if self.reply is not None:
+            reply, self.reply = self.reply, None
+            await self._ref.settled()
+            await self._store.append_messages(reply.session_id, reply.messages, usage=reply.usage)
 
     async def flush(self) -> None:
-        """Write usage still held (a model call whose message never came)."""
+        """Write usage still held (a model call whose message never came). A held reply stays held."""
         if self._usage is not None:
             usage, self._usage = self._usage, None
-            await self._store.add_call_usage(self._ref.record.id, usage)
+            await self._store.add_call_usage((await self._ref.settled()).id, usage)
 
     async def on_compaction(self, result: CompressionResult) -> None:
+        await self._store_reply()
         await self.flush()
-        self._ref.record = await self._conversations.split(self._ref.record, result.messages)
+        self._ref.record = await self._conversations.split(await self._ref.settled(), result.messages)
 
     async def on_model_call(self, response: ModelResponse, cost_usd: float | None) -> None:
+        await self._store_reply()
         await self.flush()
         u = response.usage
         self._usage = Usage(
