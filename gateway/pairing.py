@@ -54,17 +54,17 @@ class Pairing:
         self._clock = clock
 
     async def is_approved(self, platform: str, user_id: str) -> bool:
-        return await self._store.pairing_is_approved(platform, user_id)
+        return await self._store.pairing.is_approved(platform, user_id)
 
     async def offer(self, platform: str, user_id: str, user_name: str, chat_id: str) -> str | None:
         """A code for this user, or None if one was issued less than 10 minutes ago (no new message then)."""
         now = self._clock()
-        latest = await self._store.pairing_latest_code(platform, user_id)
+        latest = await self._store.pairing.latest_code(platform, user_id)
         if latest is not None and now - latest.created_at < REQUEST_INTERVAL:
             log.debug("pairing.rate_limited", platform=platform, user=user_id)
             return None
         code = new_code()
-        await self._store.pairing_add_code(
+        await self._store.pairing.add_code(
             PairingCode(code=code, platform=platform, user_id=user_id, user_name=user_name, chat_id=chat_id,
                         created_at=now, expires_at=now + CODE_TTL)  # fmt: skip
         )
@@ -73,26 +73,26 @@ class Pairing:
 
     async def approve(self, platform: str, code: str) -> Approval:
         now = self._clock()
-        failures = await self._store.pairing_failures_since(platform, now - LOCKOUT)
+        failures = await self._store.pairing.failures_since(platform, now - LOCKOUT)
         if failures >= MAX_FAILURES:
             return Approval(
                 ApprovalOutcome.LOCKED,
                 message=f"approvals for {platform} are locked for an hour after {MAX_FAILURES} wrong codes",
             )
-        taken = await self._store.pairing_take_code(platform, code.strip().upper(), now)
+        taken = await self._store.pairing.take_code(platform, code.strip().upper(), now)
         if taken is None:
-            await self._store.pairing_record_failure(platform, now)
+            await self._store.pairing.record_failure(platform, now)
             left = MAX_FAILURES - failures - 1
             return Approval(
                 ApprovalOutcome.UNKNOWN_CODE,
                 message=f"no valid {platform} code {code!r} (it may have expired or been used); {left} tries left",
             )
-        await self._store.pairing_approve(platform, taken.user_id, taken.user_name, now)
+        await self._store.pairing.approve(platform, taken.user_id, taken.user_name, now)
         log.info("pairing.approved", platform=platform, user=taken.user_id)
         return Approval(ApprovalOutcome.APPROVED, taken.user_id, taken.user_name, message="approved")
 
     async def revoke(self, platform: str, user_id: str) -> bool:
-        revoked = await self._store.pairing_revoke(platform, user_id)
+        revoked = await self._store.pairing.revoke(platform, user_id)
         if revoked:
             log.info("pairing.revoked", platform=platform, user=user_id)
         return revoked

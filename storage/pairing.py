@@ -3,18 +3,22 @@
 The policy (code alphabet, lifetimes, rate limits, lockouts) lives in
 ``gateway/pairing.py``; this module only stores and answers. Taking a code is
 atomic: only an unused, unexpired code is handed out, and only once.
+:class:`PairingStore` (``store.pairing``) runs these on the store's connections.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from typing import Final
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any, Final
 
 import aiosqlite
 
 from storage.records import PairingCode
 
 __all__ = [
+    "PairingStore",
     "add_code",
     "approvals",
     "approve",
@@ -111,3 +115,54 @@ async def approvals(conn: aiosqlite.Connection) -> list[tuple[str, str, str | No
         "SELECT platform, user_id, user_name, approved_at FROM pairing_approvals ORDER BY approved_at DESC"
     )
     return [(row[0], row[1], row[2], row[3]) for row in rows]
+
+
+Write = Callable[[Callable[[sqlite3.Connection], Any]], Awaitable[Any]]
+Read = Callable[[Callable[[aiosqlite.Connection], Awaitable[Any]]], Awaitable[Any]]
+
+
+class PairingStore:
+    """The pairing state of one store (``store.pairing``): each call one write through its writer, or one read."""
+
+    def __init__(self, write: Write, read: Read) -> None:
+        self._write = write
+        self._read = read
+
+    async def add_code(self, code: PairingCode) -> None:
+        await self._write(partial(add_code, code=code))
+
+    async def latest_code(self, platform: str, user_id: str) -> PairingCode | None:
+        """The newest code offered to this user (used or expired ones included)."""
+        found: PairingCode | None = await self._read(partial(latest_code, platform=platform, user_id=user_id))
+        return found
+
+    async def take_code(self, platform: str, code: str, now: float) -> PairingCode | None:
+        """Use up an unused, unexpired code, once; None if there is no such code."""
+        taken: PairingCode | None = await self._write(partial(take_code, platform=platform, code=code, now=now))
+        return taken
+
+    async def record_failure(self, platform: str, now: float) -> None:
+        await self._write(partial(record_failure, platform=platform, now=now))
+
+    async def failures_since(self, platform: str, since: float) -> int:
+        return int(await self._read(partial(failures_since, platform=platform, since=since)))
+
+    async def approve(self, platform: str, user_id: str, user_name: str | None, now: float) -> None:
+        await self._write(partial(approve, platform=platform, user_id=user_id, user_name=user_name, now=now))
+
+    async def is_approved(self, platform: str, user_id: str) -> bool:
+        return bool(await self._read(partial(is_approved, platform=platform, user_id=user_id)))
+
+    async def pending(self, now: float) -> list[PairingCode]:
+        """Codes waiting for approval (unused, unexpired), oldest first."""
+        codes: list[PairingCode] = await self._read(partial(pending_codes, now=now))
+        return codes
+
+    async def approvals(self) -> list[tuple[str, str, str | None, float]]:
+        """Approved users: (platform, user_id, user_name, approved_at), newest first."""
+        rows: list[tuple[str, str, str | None, float]] = await self._read(approvals)
+        return rows
+
+    async def revoke(self, platform: str, user_id: str) -> bool:
+        """Take an approval back; False if the user was not approved."""
+        return bool(await self._write(partial(revoke, platform=platform, user_id=user_id)))

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from storage import inbox, lineage, messages, outbox, pairing, search, sessions
+from storage import inbox, lineage, messages, outbox, search, sessions
 from storage.bulk import BulkKind, BulkWrite
 from storage.cache import HistoryCache
 from storage.connection import SYNCHRONOUS_MODES, Role, connect, create_private_file
@@ -41,6 +41,7 @@ from storage.maintenance import Maintenance, WalProgress
 from storage.messages import MessageAppend
 from storage.migrations import upgrade
 from storage.open_sessions import OpenSessions
+from storage.pairing import PairingStore
 from storage.readers import Readers
 from storage.records import (
     InboxRecord,
@@ -48,7 +49,6 @@ from storage.records import (
     NewMessage,
     OutboxChunk,
     OutboxRecord,
-    PairingCode,
     SearchHit,
     SessionRecord,
     UsageTotals,
@@ -96,6 +96,8 @@ class Store:
         self._cache = HistoryCache(history_cache_bytes)
         self._open_sessions = OpenSessions(max_age=open_session_max_age)
         self._state = _State.OPEN
+        self.pairing = PairingStore(self._write, self._read)
+        """The gateway's DM pairing state: offered codes, approvals, failed attempts."""
 
     @classmethod
     async def open(
@@ -493,43 +495,6 @@ class Store:
     async def outbox_prune(self, older_than: float) -> int:
         """Forget sent or failed chunks settled before ``older_than``; returns how many."""
         return await self._write(partial(outbox.prune, older_than=older_than))
-
-    # -- gateway DM pairing ----------------------------------------------------------------------
-
-    async def pairing_add_code(self, code: PairingCode) -> None:
-        await self._write(partial(pairing.add_code, code=code))
-
-    async def pairing_latest_code(self, platform: str, user_id: str) -> PairingCode | None:
-        """The newest code offered to this user (used or expired ones included)."""
-        return await self._read(partial(pairing.latest_code, platform=platform, user_id=user_id))
-
-    async def pairing_take_code(self, platform: str, code: str, now: float) -> PairingCode | None:
-        """Use up an unused, unexpired code, once; None if there is no such code."""
-        return await self._write(partial(pairing.take_code, platform=platform, code=code, now=now))
-
-    async def pairing_record_failure(self, platform: str, now: float) -> None:
-        await self._write(partial(pairing.record_failure, platform=platform, now=now))
-
-    async def pairing_failures_since(self, platform: str, since: float) -> int:
-        return await self._read(partial(pairing.failures_since, platform=platform, since=since))
-
-    async def pairing_approve(self, platform: str, user_id: str, user_name: str | None, now: float) -> None:
-        await self._write(partial(pairing.approve, platform=platform, user_id=user_id, user_name=user_name, now=now))
-
-    async def pairing_is_approved(self, platform: str, user_id: str) -> bool:
-        return await self._read(partial(pairing.is_approved, platform=platform, user_id=user_id))
-
-    async def pairing_pending(self, now: float) -> list[PairingCode]:
-        """Codes waiting for approval (unused, unexpired), oldest first."""
-        return await self._read(partial(pairing.pending_codes, now=now))
-
-    async def pairing_approvals(self) -> list[tuple[str, str, str | None, float]]:
-        """Approved users: (platform, user_id, user_name, approved_at), newest first."""
-        return await self._read(pairing.approvals)
-
-    async def pairing_revoke(self, platform: str, user_id: str) -> bool:
-        """Take an approval back; False if the user was not approved."""
-        return await self._write(partial(pairing.revoke, platform=platform, user_id=user_id))
 
     # -- plumbing --------------------------------------------------------------------------------
 

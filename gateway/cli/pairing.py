@@ -42,8 +42,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def list_command(args: argparse.Namespace) -> int:
     async def run(store: Store) -> int:
-        pending = await store.pairing_pending(time.time())
-        approved = await store.pairing_approvals()
+        pending = await store.pairing.pending(time.time())
+        approved = await store.pairing.approvals()
         if args.json:
             print(json.dumps({
                 "pending": [{"platform": c.platform, "code": c.code, "user_id": c.user_id, "user_name": c.user_name,

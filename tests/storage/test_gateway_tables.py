@@ -168,49 +168,49 @@ def code(value: str, user: str = "u1", *, at: float = 1000.0, ttl: float = 3600.
 
 
 async def test_pairing_codes_are_taken_once_and_only_while_valid(store: Store) -> None:
-    await store.pairing_add_code(code("ABCD2345"))
-    await store.pairing_add_code(code("EXPIRED9", at=0.0, ttl=10.0))
-    assert await store.pairing_take_code("discord", "ABCD2345", now=1001.0) is None  # codes are per platform
-    assert await store.pairing_take_code("telegram", "EXPIRED9", now=1001.0) is None
-    taken = await store.pairing_take_code("telegram", "ABCD2345", now=1001.0)
+    await store.pairing.add_code(code("ABCD2345"))
+    await store.pairing.add_code(code("EXPIRED9", at=0.0, ttl=10.0))
+    assert await store.pairing.take_code("discord", "ABCD2345", now=1001.0) is None  # codes are per platform
+    assert await store.pairing.take_code("telegram", "EXPIRED9", now=1001.0) is None
+    taken = await store.pairing.take_code("telegram", "ABCD2345", now=1001.0)
     assert taken is not None and (taken.user_id, taken.user_name, taken.chat_id) == ("u1", "Ann", "c1")
     assert taken.used_at == 1001.0
-    assert await store.pairing_take_code("telegram", "ABCD2345", now=1002.0) is None
+    assert await store.pairing.take_code("telegram", "ABCD2345", now=1002.0) is None
 
 
 async def test_concurrent_takes_of_one_code_succeed_once(store: Store) -> None:
-    await store.pairing_add_code(code("RACE2345"))
-    results = await asyncio.gather(*(store.pairing_take_code("telegram", "RACE2345", now=1001.0) for _ in range(10)))
+    await store.pairing.add_code(code("RACE2345"))
+    results = await asyncio.gather(*(store.pairing.take_code("telegram", "RACE2345", now=1001.0) for _ in range(10)))
     assert sum(result is not None for result in results) == 1
 
 
 async def test_latest_code_is_the_newest_offered(store: Store) -> None:
-    assert await store.pairing_latest_code("telegram", "u1") is None
-    await store.pairing_add_code(code("FIRST234", at=1000.0))
-    await store.pairing_add_code(code("SECOND23", at=2000.0))
-    await store.pairing_add_code(code("OTHER234", user="u2", at=3000.0))
-    latest = await store.pairing_latest_code("telegram", "u1")
+    assert await store.pairing.latest_code("telegram", "u1") is None
+    await store.pairing.add_code(code("FIRST234", at=1000.0))
+    await store.pairing.add_code(code("SECOND23", at=2000.0))
+    await store.pairing.add_code(code("OTHER234", user="u2", at=3000.0))
+    latest = await store.pairing.latest_code("telegram", "u1")
     assert latest is not None and latest.code == "SECOND23"
 
 
 async def test_approvals_and_revocation(store: Store) -> None:
-    assert await store.pairing_is_approved("telegram", "u1") is False
-    await store.pairing_approve("telegram", "u1", "Ann", now=1.0)
-    await store.pairing_approve("telegram", "u1", "Ann B.", now=2.0)  # approving again is harmless
-    assert await store.pairing_is_approved("telegram", "u1") is True
-    assert await store.pairing_is_approved("slack", "u1") is False
-    assert await store.pairing_revoke("telegram", "u1") is True
-    assert await store.pairing_revoke("telegram", "u1") is False
-    assert await store.pairing_is_approved("telegram", "u1") is False
+    assert await store.pairing.is_approved("telegram", "u1") is False
+    await store.pairing.approve("telegram", "u1", "Ann", now=1.0)
+    await store.pairing.approve("telegram", "u1", "Ann B.", now=2.0)  # approving again is harmless
+    assert await store.pairing.is_approved("telegram", "u1") is True
+    assert await store.pairing.is_approved("slack", "u1") is False
+    assert await store.pairing.revoke("telegram", "u1") is True
+    assert await store.pairing.revoke("telegram", "u1") is False
+    assert await store.pairing.is_approved("telegram", "u1") is False
 
 
 async def test_failures_are_counted_per_platform_and_window(store: Store) -> None:
     for at in (10.0, 20.0, 30.0):
-        await store.pairing_record_failure("telegram", now=at)
-    await store.pairing_record_failure("slack", now=25.0)
-    assert await store.pairing_failures_since("telegram", 15.0) == 2
-    assert await store.pairing_failures_since("telegram", 0.0) == 3
-    assert await store.pairing_failures_since("discord", 0.0) == 0
+        await store.pairing.record_failure("telegram", now=at)
+    await store.pairing.record_failure("slack", now=25.0)
+    assert await store.pairing.failures_since("telegram", 15.0) == 2
+    assert await store.pairing.failures_since("telegram", 0.0) == 3
+    assert await store.pairing.failures_since("discord", 0.0) == 0
 
 
 async def test_usage_since_sums_model_calls_across_sessions(store: Store) -> None:
@@ -233,11 +233,11 @@ async def test_usage_since_sums_model_calls_across_sessions(store: Store) -> Non
 
 
 async def test_pending_codes_and_approvals_for_the_operator(store: Store) -> None:
-    await store.pairing_add_code(code("OLDER234", user="u1", at=1000.0))
-    await store.pairing_add_code(code("NEWER234", user="u2", at=2000.0))
-    await store.pairing_add_code(code("GONE2345", user="u3", at=0.0, ttl=1.0))
-    await store.pairing_take_code("telegram", "NEWER234", now=2001.0)
-    assert [c.code for c in await store.pairing_pending(now=2002.0)] == ["OLDER234"]
-    await store.pairing_approve("telegram", "u2", "Bo", now=5.0)
-    await store.pairing_approve("slack", "U9", None, now=6.0)
-    assert await store.pairing_approvals() == [("slack", "U9", None, 6.0), ("telegram", "u2", "Bo", 5.0)]
+    await store.pairing.add_code(code("OLDER234", user="u1", at=1000.0))
+    await store.pairing.add_code(code("NEWER234", user="u2", at=2000.0))
+    await store.pairing.add_code(code("GONE2345", user="u3", at=0.0, ttl=1.0))
+    await store.pairing.take_code("telegram", "NEWER234", now=2001.0)
+    assert [c.code for c in await store.pairing.pending(now=2002.0)] == ["OLDER234"]
+    await store.pairing.approve("telegram", "u2", "Bo", now=5.0)
+    await store.pairing.approve("slack", "U9", None, now=6.0)
+    assert await store.pairing.approvals() == [("slack", "U9", None, 6.0), ("telegram", "u2", "Bo", 5.0)]
