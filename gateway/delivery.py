@@ -129,14 +129,12 @@ class Delivery:
         """
         adapter = self._adapters[platform]
         chunks = self._render(adapter, text)
-        if not chunks:
-            if append is not None:
-                await self._store.append_messages(append.session_id, append.messages, usage=append.usage)
-            await asyncio.gather(*(self._store.inbox_mark_done(m.platform, m.event_id) for m in answers))
+        if not chunks and not answers and append is None:
             return []
         markup = adapter.capabilities.markup.value
-        # The events this reply answers are marked done in the same transaction as its rows: a
-        # crash leaves the reply queued with its events done, or neither (the turn then runs again).
+        # The events this reply answers are marked done in the same transaction as its rows (and
+        # the messages it delivers are stored there too): a crash leaves the reply queued with its
+        # events done, or neither (the turn then runs again). Blank text queues no rows.
         records = await self._store.outbox_add(
             turn_id,
             platform,

@@ -60,6 +60,7 @@ HYGIENE_FAILED_NOTICE = (
     "If replies start failing, send /new to start a fresh conversation."
 )
 EVENT_TAG_PREFIX = "events:"
+NOTHING_TO_ADD = "(I have nothing to add.)"
 
 
 @dataclass
@@ -296,7 +297,8 @@ class TurnRunner:
             compactions=result.compactions,
             ms=round(elapsed * 1000),
         )
-        return result.reply or "(I have nothing to add.)", observer.reply
+        # A blank answer renders to nothing at all: the user would get no reply.
+        return result.reply if result.reply.strip() else NOTHING_TO_ADD, observer.reply
 
 
 class _Persist:

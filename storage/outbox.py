@@ -93,7 +93,7 @@ def add_all(conn: sqlite3.Connection, items: Sequence[Reply], now: float) -> lis
                 for n, row in enumerate(rows)
             }
     if by_key is None:
-        by_key = _queued_rows(conn, keys)
+        by_key = _queued_rows(conn, keys) if rows else {}
     return [[by_key[(turn_id, index)] for index in range(count)] for turn_id, count in keys]
 
 

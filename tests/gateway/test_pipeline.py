@@ -7,6 +7,7 @@ import asyncio
 from adapters.base import RateLimited
 from gateway.access import AccessPolicy
 from gateway.events import ChatType, Markup
+from gateway.turns import NOTHING_TO_ADD
 from tests.fakes.model_server import ModelServer, Text, Timeout
 from tests.gateway.conftest import GatewayFactory
 
@@ -30,6 +31,20 @@ async def test_a_dm_gets_a_reply_and_everything_is_stored(start_gateway: Gateway
     assert [(m.role, m.content) for m in stored] == [("user", "hello there"), ("assistant", "**Hello** back")]
     assert session.input_tokens + session.cache_read_tokens + session.cache_write_tokens > 0
     # The turn marks its event done just after sending: wait for it (the timeout only stops a hang).
+    async with asyncio.timeout(30):
+        while await running.store.inbox_unfinished():
+            await asyncio.sleep(0.02)
+
+
+async def test_a_blank_answer_still_gets_the_user_a_reply(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway()
+    model_server.script(Text(" \n\n "))
+    await running.adapter.inject("anything to say?", chat_id="c1")
+    (sent,) = await running.adapter.wait_sent(1)
+    assert sent.text == NOTHING_TO_ADD
+    (session,) = await running.store.list_sessions()
+    stored = await running.store.load_messages(session.id)
+    assert [m.role for m in stored] == ["user", "assistant"]  # the answer is kept as the model gave it
     async with asyncio.timeout(30):
         while await running.store.inbox_unfinished():
             await asyncio.sleep(0.02)

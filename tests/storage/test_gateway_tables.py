@@ -126,6 +126,16 @@ async def test_a_reply_and_the_message_it_delivers_are_stored_together(store: St
         await fresh.close()
 
 
+async def test_a_reply_without_chunks_still_stores_its_message_and_finishes_its_events(store: Store) -> None:
+    session = await store.create_session(session_key="telegram:dm:1", platform="telegram", chat_id="1")
+    await store.inbox_accept("telegram", "u0", "telegram:1", {})
+    rows = await store.outbox_add("turn-u0", "telegram", "1", None, [], answered=[("telegram", "u0")],
+                                  append=MessageAppend(session.id, [NewMessage("assistant", "  ")]))  # fmt: skip
+    assert rows == [] and await store.outbox_pending() == []
+    assert await store.inbox_unfinished() == []
+    assert [m.content for m in await store.load_messages(session.id)] == ["  "]
+
+
 async def test_no_reply_is_queued_when_its_message_cannot_be_stored(store: Store) -> None:
     await store.inbox_accept("telegram", "u0", "telegram:1", {})
     orphan = MessageAppend("no-such-session", [NewMessage("assistant", "lost")])
