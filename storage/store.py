@@ -459,13 +459,8 @@ class Store:
             raise ValueError("an append along with a reply needs at least one message")
         self._check_open()
         then = BulkWrite(outbox.add_all, item)
-        return self._append_then(messages.prepare_append(append.session_id, append.messages, append.usage, then=then))
-
-    async def _append_then(self, request: messages.AppendRequest) -> Any:
-        _, outcome = await self._append(request)
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
+        return _then_outcome(self._append(messages.prepare_append(append.session_id, append.messages, append.usage,
+                                                                  then=then)))  # fmt: skip
 
     def outbox_mark_sent(self, outbox_id: int, platform_message_id: str | None) -> Awaitable[bool]:
         return self._bulk(outbox.mark_sent_all, (outbox_id, platform_message_id))
@@ -518,3 +513,11 @@ class Store:
     async def _read(self, query: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
         self._check_open()
         return await self._readers.run(query)
+
+
+async def _then_outcome(appended: asyncio.Future[Any]) -> Any:
+    """What the write riding on an append returned (the append is queued already)."""
+    _, outcome = await appended
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome

@@ -136,6 +136,15 @@ async def test_a_reply_without_chunks_still_stores_its_message_and_finishes_its_
     assert [m.content for m in await store.load_messages(session.id)] == ["  "]
 
 
+async def test_writes_are_queued_in_call_order_whether_or_not_they_carry_messages(store: Store) -> None:
+    session = await store.create_session(session_key="telegram:dm:1", platform="telegram", chat_id="1")
+    reply = store.outbox_add("turn-1", "telegram", "1", None, ["a"],
+                             append=MessageAppend(session.id, [NewMessage("assistant", "a")]))  # fmt: skip
+    later = store.append_messages(session.id, [NewMessage("user", "b")])
+    await asyncio.gather(later, reply)
+    assert [(m.seq, m.content) for m in await store.load_messages(session.id)] == [(1, "a"), (2, "b")]
+
+
 async def test_no_reply_is_queued_when_its_message_cannot_be_stored(store: Store) -> None:
     await store.inbox_accept("telegram", "u0", "telegram:1", {})
     orphan = MessageAppend("no-such-session", [NewMessage("assistant", "lost")])
