@@ -7,8 +7,10 @@ loop there): everything queued so far becomes one ``BEGIN IMMEDIATE ...
 COMMIT`` (group commit). All appends of a batch become one bulk insert, and
 all bulk writes of one kind one call of that kind (``storage/bulk.py``);
 other operations (plain functions of a ``sqlite3.Connection``) run one after
-another. Futures are resolved only after COMMIT returns, so an awaited write
-is durable.
+another. An append may carry a bulk write of its own (``AppendRequest.then``,
+e.g. the reply that delivers its messages), applied after the appends and
+only for those that went in. Futures are resolved only after COMMIT returns,
+so an awaited write is durable.
 
 The batching loop runs in the thread, not in the event loop, so the next
 batch starts the moment the previous one commits, with whatever was queued
