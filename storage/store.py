@@ -7,8 +7,10 @@
     await store.close()
 
 or ``async with await Store.open(path) as store: ...``. One store can be
-shared by every task of a process. All methods are coroutines and the event
-loop never waits on SQLite: writes go through the group-commit writer
+shared by every task of a process. Every method returns something to await
+(most are coroutines; writes that many callers make at once return the
+writer's future, queued at the call) and the event loop never waits on
+SQLite: writes go through the group-commit writer
 (``storage/writer.py``) and its connection thread, reads through a small
 pool of aiosqlite reader connections, and a maintenance connection runs
 passive checkpoints and fills the substring-search vocabulary
