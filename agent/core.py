@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,6 +141,7 @@ class AgentSession:
         self._advisor = advisor
         self._caching = caching
         self._lock = asyncio.Lock()
+        self._new_share = NewShare()
 
     async def run_turn(
         self,
@@ -165,7 +167,7 @@ class AgentSession:
         advisor = self._advisor
         cold = advisor.is_cold(user_time)
         advisor.observe(user_time)
-        ttl = advisor.choose(_new_share(history), cold=cold)
+        ttl = advisor.choose(self._new_share(history), cold=cold)
         advisor.record_write(user_time, ttl)
         return ttl
 
@@ -175,9 +177,31 @@ class AgentSession:
             return await self.compressor.compress(list(history), focus=focus, force=True)
 
 
-def _new_share(history: Sequence[ChatMessage]) -> float:
+class NewShare:
     """The share of the prompt added since the previous user message: the last turn's tool
-    traffic and reply, and the new message (for the TTL choice)."""
-    sizes = [estimate_message(m) for m in history]
-    previous_user = max((i for i, m in enumerate(history[:-1]) if m.role == "user"), default=0)
-    return min(1.0, sum(sizes[previous_user + 1 :]) / (sum(sizes) or 1))
+    traffic and reply, and the new message (for the TTL choice).
+
+    The prompt's estimated size is kept across turns and only the messages added since are
+    estimated: a history grows at its end, and summing a long session's whole history every
+    turn made a turn's cost grow with it. When the history is not the one counted before plus
+    new messages (its first or last counted message differs: a compaction rewrote it),
+    everything is counted again.
+    """
+
+    def __init__(self) -> None:
+        self._total = 0
+        self._counted = 0
+        self._first: ChatMessage | None = None
+        self._last: ChatMessage | None = None
+
+    def __call__(self, history: Sequence[ChatMessage]) -> float:
+        n = self._counted
+        continues = n <= len(history) and (n == 0 or (history[n - 1] == self._last and history[0] == self._first))
+        if not continues:
+            n, self._total = 0, 0
+        self._total += sum(map(estimate_message, itertools.islice(history, n, None)))
+        self._counted = len(history)
+        self._first, self._last = (history[0], history[-1]) if history else (None, None)
+        previous_user = next((i for i in range(len(history) - 2, -1, -1) if history[i].role == "user"), 0)
+        added = sum(map(estimate_message, itertools.islice(history, previous_user + 1, None)))
+        return min(1.0, added / (self._total or 1))

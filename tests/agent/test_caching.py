@@ -5,6 +5,9 @@ from __future__ import annotations
 import copy
 
 from agent.caching import TtlAdvisor, apply_cache_markers, cache_policy, turn_cost
+from agent.core import NewShare
+from agent.messages import ChatMessage, ToolCall
+from agent.tokens import estimate_message
 
 FIVE = {"type": "ephemeral"}
 HOUR = {"type": "ephemeral", "ttl": "1h"}
@@ -159,3 +162,28 @@ def test_shares_follow_the_window_as_old_gaps_leave_it() -> None:
             (sum(g < 3600 for g in window) + w * TtlAdvisor.PRIOR_F60) / (len(window) + w),
         )
         assert advisor.shares() == expected, count
+
+
+def _share_by_hand(history: list[ChatMessage]) -> float:
+    sizes = [estimate_message(m) for m in history]
+    previous_user = max((i for i, m in enumerate(history[:-1]) if m.role == "user"), default=0)
+    return min(1.0, sum(sizes[previous_user + 1 :]) / (sum(sizes) or 1))
+
+
+def test_the_new_share_kept_across_turns_matches_counting_everything() -> None:
+    share = NewShare()
+    history = [ChatMessage.system("You are terse.")]
+    for turn in range(30):
+        history.append(ChatMessage.user(f"question {turn} " + "words " * (turn % 7)))
+        assert share(list(history)) == _share_by_hand(history)
+        if turn % 3 == 0:
+            call = ToolCall(id=f"c{turn}", name="search", arguments='{"q": "x"}')
+            history += [ChatMessage.assistant("", [call]), ChatMessage.tool(call.id, "result " * 40, "search")]
+        history.append(ChatMessage.assistant(f"answer {turn}"))
+    compacted = [history[0], ChatMessage.user("[summary of the conversation so far]"), *history[-4:]]
+    compacted.append(ChatMessage.user("and now?"))
+    assert share(compacted) == _share_by_hand(compacted)  # a rewritten history is counted afresh
+    longer = [ChatMessage.system("Other."), *(ChatMessage.user("x " * n) for n in range(len(compacted) + 5))]
+    assert share(longer) == _share_by_hand(longer)  # longer than what was counted, yet not its continuation
+    fresh = [ChatMessage.system("Another prompt."), ChatMessage.user("hi")]
+    assert share(fresh) == _share_by_hand(fresh) == estimate_message(fresh[1]) / sum(map(estimate_message, fresh))
