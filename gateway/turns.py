@@ -204,11 +204,19 @@ class TurnRunner:
         )
 
     async def _repair_tail(self, ref: _SessionRef, history: list[ChatMessage]) -> list[ChatMessage]:
-        """Tool calls a crash left without results get a stub result, so the model sees a valid history."""
-        answered = {m.tool_call_id for m in history if m.role == "tool"}
+        """Tool calls a crash left without results get a stub result, so the model sees a valid history.
+
+        Only the messages since the second most recent user message are looked at: every turn
+        repairs its history before it runs, so anything older was repaired then, and a turn that
+        crashed left its calls after its own user message (the last one when the turn is resumed,
+        the one before it when a new message came first). Reading the whole history every turn
+        made a long session's turns slower and slower.
+        """
+        tail = history[_recent_turns_start(history) :]
+        answered = {m.tool_call_id for m in tail if m.role == "tool"}
         stubs = [
             ChatMessage.tool(call.id, INTERRUPTED_RESULT, call.name)
-            for m in history
+            for m in tail
             if m.role == "assistant"
             for call in m.tool_calls
             if call.id not in answered
@@ -384,6 +392,17 @@ def short_turn_id(turn_id: str) -> str:
     """The 8 hex characters gateway.log shows as ``turn=``: those of ``uuid5(NAMESPACE_URL, turn_id)``
     (its first bytes are the SHA-1's), without building the UUID."""
     return hashlib.sha1(_TURN_ID_NAMESPACE + turn_id.encode(), usedforsecurity=False).hexdigest()[:8]
+
+
+def _recent_turns_start(history: Sequence[ChatMessage]) -> int:
+    """Where the second most recent user message is (the start of the history when there is none)."""
+    seen = 0
+    for index in range(len(history) - 1, -1, -1):
+        if history[index].role == "user":
+            seen += 1
+            if seen == 2:
+                return index
+    return 0
 
 
 def compose(batch: Sequence[InboundMessage], *, named: bool = False) -> str:

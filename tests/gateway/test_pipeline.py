@@ -7,7 +7,8 @@ import asyncio
 from adapters.base import RateLimited
 from gateway.access import AccessPolicy
 from gateway.events import ChatType, Markup
-from gateway.turns import NOTHING_TO_ADD
+from gateway.turns import INTERRUPTED_RESULT, NOTHING_TO_ADD
+from storage import NewMessage, ToolCallRecord
 from tests.fakes.model_server import ModelServer, Text, Timeout
 from tests.gateway.conftest import GatewayFactory
 
@@ -48,6 +49,27 @@ async def test_a_blank_answer_still_gets_the_user_a_reply(start_gateway: Gateway
     async with asyncio.timeout(30):
         while await running.store.inbox_unfinished():
             await asyncio.sleep(0.02)
+
+
+async def test_a_tool_call_a_crash_left_unanswered_gets_a_stub_result(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway()
+    model_server.responder = lambda record: Text("re: " + record.last_user_text)
+    await running.adapter.inject("first question", chat_id="c1")
+    await running.adapter.wait_sent(1)
+    (session,) = await running.store.list_sessions()
+    # What a crash in the middle of a tool loop leaves: the call is stored, its result never came.
+    call = ToolCallRecord("call-1", "search", '{"q": "deploy"}')
+    await running.store.append_messages(session.id, [NewMessage("assistant", "", tool_calls=(call,))])
+    await running.adapter.inject("second question", chat_id="c1")
+    await running.adapter.wait_sent(2)
+    stored = await running.store.load_messages(session.id)
+    assert [(m.role, m.tool_call_id) for m in stored] == [
+        ("user", None), ("assistant", None), ("assistant", None), ("user", None), ("tool", "call-1"), ("assistant", None)
+    ]  # fmt: skip
+    assert stored[4].content == INTERRUPTED_RESULT
+    await running.adapter.inject("third question", chat_id="c1")
+    await running.adapter.wait_sent(3)
+    assert [m.role for m in await running.store.load_messages(session.id)].count("tool") == 1  # repaired once
 
 
 async def test_order_per_session_and_concurrency_across_sessions(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
