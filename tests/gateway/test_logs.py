@@ -52,10 +52,12 @@ def test_text_line_shape_and_context_binding(log_file: Path) -> None:
     with bind(platform="telegram", chat="42", session="S1", turn="t-1"):
         log.info("turn.done", **{"in": 1234, "out": 56, "cache_read": 1100, "ms": 842})
         structlog.get_logger("agent").info("model.call", model="claude")
-    (first, second) = lines(log_file)
+    log.info("after.turn")
+    (first, second, after) = lines(log_file)
     assert first.endswith(" info  turn.done platform=telegram chat=42 session=S1 turn=t-1 in=1234 out=56 cache_read=1100 ms=842")
     assert first[:24].endswith("Z") and first[10] == "T"
     assert "turn=t-1" in second and "session=S1" in second
+    assert "turn=" not in after and "session=" not in after  # the fields leave with the block
 
 
 def test_bound_context_reaches_tasks_started_inside(log_file: Path) -> None:
