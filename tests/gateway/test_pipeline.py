@@ -72,6 +72,18 @@ async def test_a_tool_call_a_crash_left_unanswered_gets_a_stub_result(start_gate
     assert [m.role for m in await running.store.load_messages(session.id)].count("tool") == 1  # repaired once
 
 
+async def test_the_chat_shows_typing_while_the_model_works(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway()
+    model_server.script(Timeout(seconds=1.0))  # a slow reply
+    await running.adapter.inject("think about it", chat_id="c7")
+    while not model_server.requests:
+        await asyncio.sleep(0.01)
+    await eventually(lambda: running.adapter.typing_chats == ["c7"])  # while the model is still thinking
+    assert not running.adapter.sent
+    await running.adapter.wait_sent(1)
+    assert running.adapter.typing_chats == ["c7"]  # the refresh interval is 4 s: shown once
+
+
 async def test_order_per_session_and_concurrency_across_sessions(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
     running = await start_gateway()
     model_server.responder = lambda record: Text("re: " + record.last_user_text)
