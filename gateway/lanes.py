@@ -111,11 +111,12 @@ class Lanes(Generic[T]):
                         self._on_wait(time.monotonic() - waited_from)
                     lane.turn = asyncio.create_task(self._run_turn(lane.key, batch), name=f"turn:{lane.key}")
                     try:
-                        await asyncio.shield(lane.turn)
+                        await lane.turn  # cancelling the worker cancels the turn it waits for
                     except asyncio.CancelledError:
-                        if not lane.turn.cancelled():
-                            # The lane worker itself is being cancelled (shutdown): stop the turn too,
-                            # and leave its messages unfinished so the next start resumes them.
+                        worker = asyncio.current_task()
+                        if worker is not None and worker.cancelling():
+                            # The lane worker itself is being cancelled (shutdown): the turn stops too,
+                            # and its messages stay unfinished so the next start resumes them.
                             lane.turn.cancel()
                             await asyncio.gather(lane.turn, return_exceptions=True)
                             raise
