@@ -175,10 +175,13 @@ def set_title(conn: sqlite3.Connection, session_id: str, title: str | None) -> s
 
 
 def add_usage_all(
-    conn: sqlite3.Connection, items: Sequence[tuple[str, Usage]], now: float
+    conn: sqlite3.Connection, items: Sequence[tuple[str, Usage]], now: float, *, sessions_exist: bool = False
 ) -> list[None | SessionNotFoundError]:
     """A bulk kind: ``(session_id, usage)`` per model call; the counters of each session move once, by the sum
-    of its calls (``last_prompt_tokens`` from its last call), and every call gets its row in the usage log."""
+    of its calls (``last_prompt_tokens`` from its last call), and every call gets its row in the usage log.
+
+    ``sessions_exist``: the caller knows every session is there (it just appended to them), so
+    they are not looked up first."""
     totals: dict[str, list[Any]] = {}
     for session_id, u in items:
         total = totals.setdefault(session_id, [session_id, 0, 0, 0, 0, 0, 0.0])
@@ -189,7 +192,7 @@ def add_usage_all(
         total[5] = u.last_prompt_tokens
         total[6] += u.cost_usd
     totals_json = json.dumps(list(totals.values()), ensure_ascii=False)
-    found = set(
+    found = set(totals) if sessions_exist else set(
         json_result(
             conn, "SELECT json_group_array(id) FROM sessions WHERE id IN (SELECT j.value->>0 FROM json_each(?) AS j)",
             (totals_json,),

@@ -373,8 +373,8 @@ def _apply_appends(
     results: list[Any] = insert_appends(conn, requests, now, known)
     stored = [i for i, result in enumerate(results) if not isinstance(result, BaseException)]
     usage = [(requests[i].session_id, requests[i].usage) for i in stored if requests[i].usage is not None]
-    if usage:  # the sessions exist: their messages were just inserted
-        add_usage_all(conn, usage, now)
+    if usage:
+        add_usage_all(conn, usage, now, sessions_exist=True)  # their messages were just inserted
     followers: dict[Any, list[int]] = {}
     for i in stored:
         then = requests[i].then
