@@ -32,19 +32,24 @@ def accept_all(conn: sqlite3.Connection, items: Sequence[tuple[str, str, str, st
     if rows is None:
         return [_accept_one(conn, item, now) for item in items]
     keys = [(platform, event_id) for platform, event_id, *_ in items]
-    seen = json_result(
-        conn,
-        f"""SELECT json_group_array(json_array(platform, event_id)) FROM inbox
-            WHERE (platform, event_id) IN {PAIRS_IN}""",
-        (rows,),
-    )
-    conn.execute(
+    cursor = conn.execute(
         """INSERT INTO inbox (platform, event_id, session_key, payload, received_at)
            SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, ?1 FROM json_each(?2) AS j WHERE true
            ON CONFLICT (platform, event_id) DO NOTHING""",
         (now, rows),
     )
-    return first_hits(keys, set(keys) - {tuple(key) for key in seen})
+    inserted = cursor.rowcount
+    if inserted == len(keys) and len(set(keys)) == len(keys):
+        return [True] * len(keys)  # all new: the usual case, and no read needed
+    if inserted <= 0 or cursor.lastrowid is None:
+        return [False] * len(keys)
+    # One statement gave the rows it inserted consecutive ids, the highest in the table.
+    new = json_result(
+        conn,
+        "SELECT json_group_array(json_array(platform, event_id)) FROM inbox WHERE id > ?",
+        (cursor.lastrowid - inserted,),
+    )
+    return first_hits(keys, {tuple(key) for key in new})
 
 
 def _accept_one(conn: sqlite3.Connection, item: tuple[str, str, str, str], now: float) -> bool:

@@ -25,6 +25,18 @@ async def test_concurrent_duplicates_are_accepted_once(store: Store) -> None:
     assert sorted(results) == [False] * 9 + [True]
 
 
+async def test_a_batch_mixing_new_seen_and_repeated_events_accepts_each_once(store: Store) -> None:
+    assert await store.inbox_accept("telegram", "u1", "telegram:1", {}) is True
+    results = await asyncio.gather(
+        store.inbox_accept("telegram", "u1", "telegram:1", {}),  # seen before
+        store.inbox_accept("telegram", "u2", "telegram:1", {}),
+        store.inbox_accept("telegram", "u2", "telegram:1", {}),  # twice in the same batch
+        store.inbox_accept("telegram", "u3", "telegram:1", {}),
+    )
+    assert results == [False, True, False, True]
+    assert [r.event_id for r in await store.inbox_unfinished()] == ["u1", "u2", "u3"]
+
+
 async def test_done_events_leave_the_unfinished_list_in_arrival_order(store: Store) -> None:
     for n in range(5):
         await store.inbox_accept("telegram", f"u{n}", "telegram:1", {"n": n})
