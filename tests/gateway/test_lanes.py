@@ -125,7 +125,8 @@ async def test_a_failing_turn_does_not_stop_the_lane() -> None:
     assert seen == [["boom"], ["after"]]
 
 
-async def test_a_stopped_turn_is_reported_and_the_lane_goes_on() -> None:
+async def held_turn_with_one_queued(queued: str) -> tuple[TaskTracker, Turns, Lanes[str], list[list[str]]]:
+    """Session "s" runs turn "x" (held) with ``queued`` waiting behind it; stopped batches are collected."""
     tracker, turns = TaskTracker(), Turns()
     stopped: list[list[str]] = []
 
@@ -136,7 +137,12 @@ async def test_a_stopped_turn_is_reported_and_the_lane_goes_on() -> None:
     turns.hold.clear()
     lanes.submit("s", "x")
     await turns.started.wait()
-    lanes.submit("s", "next")
+    lanes.submit("s", queued)
+    return tracker, turns, lanes, stopped
+
+
+async def test_a_stopped_turn_is_reported_and_the_lane_goes_on() -> None:
+    tracker, turns, lanes, stopped = await held_turn_with_one_queued("next")
     assert lanes.stop("s") is True
     await asyncio.sleep(0.02)
     turns.hold.set()
@@ -145,17 +151,7 @@ async def test_a_stopped_turn_is_reported_and_the_lane_goes_on() -> None:
 
 
 async def test_shutdown_cancels_the_running_turn_without_treating_it_as_stopped() -> None:
-    tracker, turns = TaskTracker(), Turns()
-    stopped: list[list[str]] = []
-
-    async def on_cancelled(key: str, batch: list[str]) -> None:
-        stopped.append(batch)
-
-    lanes: Lanes[str] = Lanes(turns, tracker, on_cancelled=on_cancelled)
-    turns.hold.clear()
-    lanes.submit("s", "x")
-    await turns.started.wait()
-    lanes.submit("s", "queued behind it")
+    tracker, turns, _, stopped = await held_turn_with_one_queued("queued behind it")
     await tracker.drain(timeout=0.05)  # what still runs after the drain timeout is cancelled
     assert turns.cancelled == [["x"]] and stopped == [] and turns.batches == []
     assert len(tracker) == 0
