@@ -266,7 +266,7 @@ class SessionsConfig(Section):
     debounce_ms: Annotated[int, _between(0, 10000)] = 400
     """Messages typed within this many milliseconds of each other become one turn."""
     max_concurrent_turns: Annotated[int, _between(1, 1000)] = 16
-    """Sessions answered at the same time; more wait their turn."""
+    """Agents working at the same time (model calls and tools); more wait for a slot. Delivery needs none."""
 
 
 class StorageConfig(Section):

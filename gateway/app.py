@@ -35,6 +35,7 @@ from gateway.intake import Intake
 from gateway.lanes import Lanes
 from gateway.metrics import Metrics
 from gateway.pairing import Pairing
+from gateway.slots import AgentSlots
 from gateway.tasks import TaskTracker
 from gateway.turns import TurnRunner
 from gateway.version import version
@@ -80,16 +81,15 @@ class Gateway:
             compression=settings.compression,
             context_length=agent.window.tokens,
             group_per_user=settings.sessions.group_per_user,
+            slots=AgentSlots(settings.sessions.max_concurrent_turns, on_wait=self.metrics.lane_wait.observe),
             tool_progress=settings.gateway.tool_progress,
         )
         self.lanes: Lanes[InboundMessage] = Lanes(
             runner.run,
             self._tasks,
-            max_concurrent=settings.sessions.max_concurrent_turns,
             debounce=settings.sessions.debounce_ms / 1000,
             busy=settings.sessions.busy,
             on_cancelled=self._turn_stopped,
-            on_wait=self.metrics.lane_wait.observe,
         )
         # Read when /metrics is scraped, not recomputed on every message.
         self.metrics.queue_depth.set_function(self.lanes.queued)

@@ -1,6 +1,8 @@
 """Lanes: one queue per session, so a session's messages are handled strictly in order.
 
-Sessions run concurrently, up to a limit of simultaneous turns. Within a lane:
+Sessions run concurrently (how many agents work at once is limited inside the turn, by
+``gateway/slots.py``, so that waiting for a slot does not cover delivering a reply). Within a
+lane:
 
 * messages typed within the debounce window become one turn;
 * a message arriving while the session's turn runs waits and is coalesced into
@@ -48,18 +50,14 @@ class Lanes(Generic[T]):
         run_turn: RunTurn[T],
         tracker: TaskTracker,
         *,
-        max_concurrent: int = 8,
         debounce: float = 0.0,
         max_debounce: float = 3.0,
         busy: BusyMode = "queue",
         on_cancelled: OnCancelled[T] | None = None,
-        on_wait: Callable[[float], None] | None = None,
     ) -> None:
         self._run_turn = run_turn
         self._on_cancelled = on_cancelled
-        self._on_wait = on_wait
         self._tracker = tracker
-        self._slots = asyncio.Semaphore(max_concurrent)
         self._debounce = debounce
         self._max_debounce = max_debounce
         self._busy = busy
@@ -105,28 +103,24 @@ class Lanes(Generic[T]):
                 await self._settle(lane)
                 batch, lane.pending = lane.pending, []
                 lane.arrived.clear()
-                waited_from = time.monotonic()
-                async with self._slots:
-                    if self._on_wait is not None:
-                        self._on_wait(time.monotonic() - waited_from)
-                    lane.turn = asyncio.create_task(self._run_turn(lane.key, batch), name=f"turn:{lane.key}")
-                    try:
-                        await lane.turn  # cancelling the worker cancels the turn it waits for
-                    except asyncio.CancelledError:
-                        worker = asyncio.current_task()
-                        if worker is not None and worker.cancelling():
-                            # The lane worker itself is being cancelled (shutdown): the turn stops too,
-                            # and its messages stay unfinished so the next start resumes them.
-                            lane.turn.cancel()
-                            await asyncio.gather(lane.turn, return_exceptions=True)
-                            raise
-                        # Stopped on purpose (/stop, or interrupted by a newer message).
-                        if self._on_cancelled is not None:
-                            await self._on_cancelled(lane.key, batch)
-                    except Exception as error:  # noqa: BLE001 - one failed turn must not stop the lane
-                        log.error("lane.turn_failed", session_key=lane.key, error=str(error), exc_info=error)
-                    finally:
-                        lane.turn = None
+                lane.turn = asyncio.create_task(self._run_turn(lane.key, batch), name=f"turn:{lane.key}")
+                try:
+                    await lane.turn  # cancelling the worker cancels the turn it waits for
+                except asyncio.CancelledError:
+                    worker = asyncio.current_task()
+                    if worker is not None and worker.cancelling():
+                        # The lane worker itself is being cancelled (shutdown): the turn stops too,
+                        # and its messages stay unfinished so the next start resumes them.
+                        lane.turn.cancel()
+                        await asyncio.gather(lane.turn, return_exceptions=True)
+                        raise
+                    # Stopped on purpose (/stop, or interrupted by a newer message).
+                    if self._on_cancelled is not None:
+                        await self._on_cancelled(lane.key, batch)
+                except Exception as error:  # noqa: BLE001 - one failed turn must not stop the lane
+                    log.error("lane.turn_failed", session_key=lane.key, error=str(error), exc_info=error)
+                finally:
+                    lane.turn = None
         finally:
             lane.worker = None
             if not lane.pending and self._lanes.get(lane.key) is lane:

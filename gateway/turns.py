@@ -49,6 +49,7 @@ from gateway.logs import bind
 from gateway.metrics import Metrics
 from gateway.progress import ToolProgress
 from gateway.session_key import session_key_for
+from gateway.slots import AgentSlots
 from gateway.typing_indicator import typing
 from storage import MessageAppend, SessionRecord, Store, Usage
 
@@ -95,6 +96,7 @@ class TurnRunner:
         compression: CompressionConfig,
         context_length: int,
         group_per_user: bool,
+        slots: AgentSlots,
         tool_progress: bool = True,
     ) -> None:
         self._store = store
@@ -106,6 +108,7 @@ class TurnRunner:
         self._context_length = context_length
         self._group_per_user = group_per_user
         self._tool_progress = tool_progress
+        self._slots = slots
         self._hygiene_warned: OrderedDict[str, None] = OrderedDict()
         """Sessions already told that compaction failed (the most recent ones; bounded)."""
 
@@ -172,15 +175,16 @@ class TurnRunner:
         started: float,
         shared: bool,
     ) -> None:
-        history = await self._repair_tail(ref, history)
-        log.info("turn.started", messages=len(batch), history=len(history))
-        history = await self._hygiene(ref, conversation, history, batch[0])
-        progress = self._progress_for(turn_id, batch[0])
-        try:
-            reply, stored_with_reply = await self._reply(ref, conversation, history, batch, started, shared, progress)
-        finally:
-            if progress is not None:
-                await progress.stop()  # the progress message is out before the reply, never after
+        async with self._slots:  # the agent's work only: delivering the reply holds no slot
+            history = await self._repair_tail(ref, history)
+            log.info("turn.started", messages=len(batch), history=len(history))
+            history = await self._hygiene(ref, conversation, history, batch[0])
+            progress = self._progress_for(turn_id, batch[0])
+            try:
+                reply, stored_with_reply = await self._reply(ref, conversation, history, batch, started, shared, progress)
+            finally:
+                if progress is not None:
+                    await progress.stop()  # the progress message is out before the reply, never after
         await ref.settled()  # the reply marks the user's events done: their message must be stored
         await self._delivery.send_text(
             turn_id=turn_id,

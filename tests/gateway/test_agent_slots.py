@@ -1,0 +1,39 @@
+"""``sessions.max_concurrent_turns`` limits the agents working at once, not the replies being delivered."""
+
+from __future__ import annotations
+
+import asyncio
+
+from adapters.base import RateLimited
+from tests.fakes.model_server import ModelServer, Text, Timeout
+from tests.gateway.conftest import GatewayFactory
+from tests.gateway.test_pipeline import eventually
+
+
+async def test_no_more_agents_work_at_once_than_the_limit(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway({"sessions": {"max_concurrent_turns": 2}})
+    model_server.responder = lambda record: Text("re: " + record.last_user_text)
+    model_server.script(Timeout(seconds=2.0), Timeout(seconds=2.0))  # the first two model calls take a while
+    for chat in "abcde":
+        await running.adapter.inject(f"hello from {chat}", chat_id=chat)
+    await eventually(lambda: len(model_server.requests) == 2)
+    await asyncio.sleep(0.3)
+    assert len(model_server.requests) == 2  # three sessions wait for a slot
+    assert running.gateway.lanes.running() == 5
+    await eventually(lambda: all(running.adapter.texts(chat) for chat in "abcde"))
+    assert len(model_server.requests) == 5
+
+
+async def test_a_rate_limited_reply_does_not_keep_other_chats_waiting(
+    start_gateway: GatewayFactory, model_server: ModelServer
+) -> None:
+    running = await start_gateway({"sessions": {"max_concurrent_turns": 1}})
+    model_server.responder = lambda record: Text("re: " + record.last_user_text)
+    running.adapter.failures = [RateLimited(1.5)]  # the platform tells chat "a" to wait
+    await running.adapter.inject("first", chat_id="a")
+    await eventually(lambda: not running.adapter.failures)  # a's reply is waiting out the rate limit
+    await running.adapter.inject("second", chat_id="b")
+    (first_sent,) = await running.adapter.wait_sent(1)
+    assert (first_sent.chat_id, first_sent.text) == ("b", "re: second")
+    await running.adapter.wait_sent(2)
+    assert running.adapter.texts("a") == ["re: first"]
