@@ -255,12 +255,12 @@ class Delivery:
                     return await self._give_up(record, f"plain text rejected: {error}")
                 log.warning("delivery.plain_fallback", platform=record.platform, chat=record.chat_id,
                             chunk=record.chunk_index, error=str(error))  # fmt: skip
-                self._metrics.delivery_retries.labels(record.platform, "markup").inc()
+                self._metrics.delivery_retries.inc(record.platform, "markup")
                 text, markup = record.plain or text, Markup.PLAIN
                 continue
             except RateLimited as error:
                 self._not_before[chat] = self._clock() + error.retry_after
-                self._metrics.delivery_retries.labels(record.platform, "rate_limited").inc()
+                self._metrics.delivery_retries.inc(record.platform, "rate_limited")
                 log.warning("delivery.rate_limited", platform=record.platform, chat=record.chat_id,
                             retry_after=error.retry_after, attempt=attempt)  # fmt: skip
                 continue
@@ -276,7 +276,7 @@ class Delivery:
                 return await self._give_up(record, str(error))
             await self._store.outbox_mark_sent(record.id, message_id)
             if not editing:
-                self._metrics.child(self._metrics.deliveries, record.platform).inc()
+                self._metrics.deliveries.inc(record.platform)
             log.info("delivery.edited" if editing else "delivery.sent", platform=record.platform, chat=record.chat_id,
                      chunk=record.chunk_index, message_id=message_id,
                      plain=markup is Markup.PLAIN and record.markup != Markup.PLAIN.value)  # fmt: skip
@@ -294,14 +294,14 @@ class Delivery:
 
     async def _backoff(self, record: OutboxRecord, attempt: int, error: DeliveryError) -> None:
         delay = min(self._policy.base_delay * 2 ** (attempt - 1), self._policy.max_delay)
-        self._metrics.delivery_retries.labels(record.platform, "transient").inc()
+        self._metrics.delivery_retries.inc(record.platform, "transient")
         log.warning("delivery.retry", platform=record.platform, chat=record.chat_id, attempt=attempt,
                     delay_s=delay, error=str(error))  # fmt: skip
         await self._sleep(delay)
 
     async def _give_up(self, record: OutboxRecord, reason: str) -> None:
         await self._store.outbox_mark_failed(record.id, reason, give_up=True)
-        self._metrics.errors.labels("delivery").inc()
+        self._metrics.errors.inc("delivery")
         log.error("delivery.failed", platform=record.platform, chat=record.chat_id, chunk=record.chunk_index,
                   turn=record.turn_id, reason=reason)  # fmt: skip
         return None

@@ -82,7 +82,7 @@ class Intake:
         key = session_key_for(message, group_per_user=self._group_per_user)
         fields = {"platform": message.platform, "chat": message.chat_id, "user": message.user_id, "event_id": message.event_id}
         if not await self._store.inbox_accept(message.platform, message.event_id, str(key), message.to_dict()):
-            self._metrics.duplicates.labels(message.platform).inc()
+            self._metrics.duplicates.inc(message.platform)
             log.info("inbound.duplicate", **fields)
             return
         place = self._access.where(message)
@@ -104,7 +104,7 @@ class Intake:
         if not person.allowed:
             await self._ignore(message, person.reason, fields)
             return
-        self._metrics.child(self._metrics.inbound, message.platform).inc()
+        self._metrics.inbound.inc(message.platform)
         if command is not None:
             self._spawn_command(command, message, key)
             return
@@ -114,7 +114,7 @@ class Intake:
                  **fields)  # fmt: skip
 
     async def _ignore(self, message: InboundMessage, reason: str, fields: dict[str, str]) -> None:
-        self._metrics.ignored.labels(message.platform, _reason_label(reason)).inc()
+        self._metrics.ignored.inc(message.platform, _reason_label(reason))
         log.debug("inbound.ignored", reason=reason, **fields)
         await self._store.inbox_mark_done(message.platform, message.event_id)
 

@@ -288,14 +288,14 @@ class TurnRunner:
                     known_prompt_tokens=ref.record.last_prompt_tokens or None,
                 )
         except ModelUnavailableError as error:
-            self._metrics.turns.labels(batch[0].platform, "model_unavailable").inc()
+            self._metrics.turns.inc(batch[0].platform, "model_unavailable")
             log.error("turn.failed", reason=str(error.causes[-1]) if error.causes else str(error))
             return error.user_message, None
         finally:
             self._metrics.turns_running.dec()
             await observer.flush()
         elapsed = time.monotonic() - started
-        self._metrics.child(self._metrics.turns, batch[0].platform, result.outcome).inc()
+        self._metrics.turns.inc(batch[0].platform, result.outcome)
         self._metrics.turn_seconds.observe(elapsed)
         u = result.usage
         log.info(
@@ -380,13 +380,9 @@ class _Persist:
             last_prompt_tokens=u.prompt_tokens,
             cost_usd=cost_usd or 0.0,
         )
-        input_, output, cache_read, cache_write = self._metrics.token_counters
-        input_.inc(u.input_tokens)
-        output.inc(u.output_tokens)
-        cache_read.inc(u.cache_read_tokens)
-        cache_write.inc(u.cache_write_tokens)
+        self._metrics.add_tokens(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)
         if cost_usd:
-            self._metrics.cost.inc(cost_usd)
+            self._metrics.cost.inc(amount=cost_usd)
 
 
 _TURN_ID_NAMESPACE = uuid.NAMESPACE_URL.bytes
