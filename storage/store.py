@@ -59,7 +59,7 @@ from storage.retry import DEFAULT_RETRY, RetryPolicy
 from storage.titles import clean_title
 from storage.transaction import call_with_retry, retry_busy
 from storage.worker import ConnectionThread
-from storage.writer import MergePolicy, Writer
+from storage.writer import MergePolicy, Settled, Writer
 
 __all__ = ["Store"]
 
@@ -282,12 +282,10 @@ class Store:
 
     def add_call_usage(self, session_id: str, usage: sessions.Usage) -> Awaitable[None]:
         """:meth:`add_usage` with the figures as one ``Usage``."""
-        written = self._bulk(sessions.add_usage_all, (session_id, usage))
-        written.add_done_callback(partial(self._usage_written, session_id, usage))
-        return written
+        return self._bulk(sessions.add_usage_all, (session_id, usage), settled=partial(self._usage_written, session_id, usage))
 
-    def _usage_written(self, session_id: str, usage: sessions.Usage, written: asyncio.Future[Any]) -> None:
-        if written.cancelled() or written.exception() is not None:
+    def _usage_written(self, session_id: str, usage: sessions.Usage, _: Any, error: BaseException | None) -> None:
+        if error is not None:
             self._open_sessions.forget(session_id)
         else:
             self._open_sessions.add_usage(session_id, usage)
@@ -320,16 +318,13 @@ class Store:
 
     def _append(self, request: messages.AppendRequest) -> asyncio.Future[Any]:
         """Queue ``request``; once it is committed, the cache and the open-session map follow what it stored
-        (before whoever awaits the future resumes: its callbacks run in the order they were added)."""
-        future = self._writer.append(request)
-        future.add_done_callback(partial(self._appended, request))
-        return future
+        (before whoever awaits the future resumes)."""
+        return self._writer.append(request, settled=partial(self._appended, request))
 
-    def _appended(self, request: messages.AppendRequest, future: asyncio.Future[Any]) -> None:
-        if future.cancelled() or future.exception() is not None:
+    def _appended(self, request: messages.AppendRequest, result: Any, error: BaseException | None) -> None:
+        if error is not None:
             self._open_sessions.forget(request.session_id)  # it may or may not be stored: read it again
             return
-        result = future.result()
         records = result if request.then is None else result[0]
         self._cache.extend(request.session_id, records)
         self._open_sessions.update(request.session_id, message_count=records[-1].seq)
@@ -503,14 +498,14 @@ class Store:
         self._check_open()
         return await self._writer.run(op)
 
-    def _bulk(self, kind: BulkKind, item: Any) -> asyncio.Future[Any]:
+    def _bulk(self, kind: BulkKind, item: Any, *, settled: Settled | None = None) -> asyncio.Future[Any]:
         """One item of a write many callers make at once (``storage/bulk.py``), queued now.
 
         A plain function returning the writer's future, not a coroutine: the write is queued in
         call order, and ``asyncio.gather`` over such writes makes no task per write.
         """
         self._check_open()
-        return self._writer.bulk(BulkWrite(kind, item))
+        return self._writer.bulk(BulkWrite(kind, item), settled=settled)
 
     async def _read(self, query: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
         self._check_open()

@@ -61,7 +61,7 @@ from storage.sessions import add_usage_all
 from storage.transaction import in_transaction
 from storage.worker import ConnectionThread
 
-__all__ = ["MAX_BATCH", "MergePolicy", "WriteOp", "Writer"]
+__all__ = ["MAX_BATCH", "MergePolicy", "Settled", "WriteOp", "Writer"]
 
 T = TypeVar("T")
 WriteOp = Callable[[sqlite3.Connection], T]
@@ -90,10 +90,15 @@ class MergePolicy:
     """Merge work owed per appended message (about what the index needs to stay at a few segments)."""
 
 
+Settled = Callable[[Any, "BaseException | None"], None]
+"""Called on the event loop with a write's result or error, just before its future gets it."""
+
+
 @dataclass(slots=True)
 class _Job(Generic[T]):
     op: WriteOp[T] | AppendRequest | BulkWrite
     future: asyncio.Future[T]
+    settled: Settled | None = None
 
 
 @dataclass(slots=True)
@@ -144,13 +149,19 @@ class Writer:
         """Queue ``op`` for the next transaction; the future gets its result once committed."""
         return self._submit(op)
 
-    def append(self, request: AppendRequest) -> asyncio.Future[list[MessageRecord]]:
-        """Queue messages for the next transaction; the future gets their records once committed."""
-        return self._submit(request)
+    def append(self, request: AppendRequest, *, settled: Settled | None = None) -> asyncio.Future[list[MessageRecord]]:
+        """Queue messages for the next transaction; the future gets their records once committed.
 
-    def bulk(self, write: BulkWrite) -> asyncio.Future[Any]:
-        """Queue one item of a bulk write; the future gets its result once committed."""
-        return self._submit(write)
+        ``settled(records, error)`` runs first, on the event loop, in the same callback: whoever
+        awaits the future finds what it did already done. (A done callback on the future would cost
+        a round of the event loop of its own.) It also runs when the caller gave up waiting but the
+        messages went in; not when they were never written.
+        """
+        return self._submit(request, settled)
+
+    def bulk(self, write: BulkWrite, *, settled: Settled | None = None) -> asyncio.Future[Any]:
+        """Queue one item of a bulk write; the future gets its result once committed (``settled``: as for ``append``)."""
+        return self._submit(write, settled)
 
     async def close(self) -> None:
         """Refuse new writes, finish the queued ones, stop the batching loop."""
@@ -160,12 +171,12 @@ class Writer:
         if self._served is not None:
             await asyncio.wait([self._served])
 
-    def _submit(self, op: WriteOp[T] | AppendRequest | BulkWrite) -> asyncio.Future[Any]:
+    def _submit(self, op: WriteOp[T] | AppendRequest | BulkWrite, settled: Settled | None = None) -> asyncio.Future[Any]:
         if self._closing:
             raise StoreClosedError("write to")
         assert self._loop is not None, "start() the writer first"
         future: asyncio.Future[Any] = self._loop.create_future()
-        self._jobs.put(_Job(op, future))
+        self._jobs.put(_Job(op, future, settled))
         return future
 
     def _stopped(self, served: asyncio.Future[None]) -> None:
@@ -303,6 +314,8 @@ class Writer:
 
 def _resolve(jobs: list[_Job[Any]], outcomes: list[_Outcome]) -> None:
     for job, outcome in zip(jobs, outcomes, strict=True):
+        if job.settled is not None:
+            _call_settled(job, outcome.value, outcome.error)
         if job.future.done():
             continue
         if outcome.error is not None:
@@ -313,8 +326,17 @@ def _resolve(jobs: list[_Job[Any]], outcomes: list[_Outcome]) -> None:
 
 def _fail(jobs: list[_Job[Any]], error: BaseException) -> None:
     for job in jobs:
+        if job.settled is not None:
+            _call_settled(job, None, error)
         if not job.future.done():
             job.future.set_exception(_raisable(error))
+
+
+def _call_settled(job: _Job[Any], value: Any, error: BaseException | None) -> None:
+    try:
+        job.settled(value, error)  # type: ignore[misc]
+    except Exception as failure:  # noqa: BLE001 - one caller's bookkeeping must not leave the others waiting
+        log.error("storage.settled_callback_failed", error=repr(failure), exc_info=failure)
 
 
 def _raisable(error: BaseException) -> BaseException:

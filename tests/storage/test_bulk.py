@@ -18,7 +18,8 @@ import pytest
 
 from storage import NewMessage, OutboxChunk, SessionNotFoundError, Store
 from storage.writer import Writer
-from tests.storage.conftest import new_session
+from storage.messages import prepare_append
+from tests.storage.conftest import new_session, user
 
 
 class _OneBatch:
@@ -150,6 +151,20 @@ async def test_sent_marks_in_one_batch(store: Store, monkeypatch: pytest.MonkeyP
     assert await store.outbox_pending() == []
     row = await store.outbox_get(rows[0].id)
     assert row is not None and (row.status, row.platform_message_id, row.attempts) == ("sent", "m-1", 1)
+
+
+async def test_bookkeeping_that_fails_leaves_no_caller_of_the_batch_waiting(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = await new_session(store)
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("bookkeeping bug")
+
+    async with _OneBatch(store, monkeypatch) as batches:
+        first = store._writer.append(prepare_append(session.id, [user("a")], None), settled=broken)
+        results = await asyncio.wait_for(batches.gather(first, store.append_messages(session.id, [user("b")])), 10)
+    assert batches.sizes == [2]  # one transaction: the failing bookkeeping ran first
+    assert [[r.content for r in records] for records in results] == [["a"], ["b"]]
+    assert [m.content for m in await store.load_messages(session.id)] == ["a", "b"]
 
 
 async def test_text_with_a_nul_character_is_written_whole(store: Store) -> None:
