@@ -22,8 +22,12 @@ __all__ = ["accept_all", "mark_done_all", "payload_text", "prune", "unfinished"]
 _COLUMNS: Final = "id, platform, event_id, session_key, payload, status, received_at, done_at"
 
 
+_PAYLOAD_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""Made once: ``json.dumps`` with any non-default option builds an encoder per call (a third of its cost here)."""
+
+
 def payload_text(payload: Mapping[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return _PAYLOAD_ENCODER.encode(payload)
 
 
 def accept_all(conn: sqlite3.Connection, items: Sequence[tuple[str, str, str, str]], now: float) -> list[bool]:
