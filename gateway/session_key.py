@@ -21,7 +21,7 @@ so one person's context never leaks into another's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gateway.events import ChatType, InboundMessage
 
@@ -34,6 +34,16 @@ class SessionKey:
     thread_id: str | None = None
     user_id: str | None = None
     """Set only for per-user sessions in groups."""
+    _text: str = field(init=False, repr=False, compare=False)
+    """The key as text, made once: a turn uses it several times (``ChatType.value`` is slow to read)."""
+
+    def __post_init__(self) -> None:
+        parts = [self.platform, self.chat_type.value, self.chat_id]
+        if self.thread_id is not None:
+            parts += ["thread", self.thread_id]
+        if self.user_id is not None:
+            parts += ["user", self.user_id]
+        object.__setattr__(self, "_text", ":".join(parts))
 
     @property
     def shared(self) -> bool:
@@ -42,12 +52,7 @@ class SessionKey:
         return self.user_id is None and self.chat_type is not ChatType.DM
 
     def __str__(self) -> str:
-        parts = [self.platform, self.chat_type.value, self.chat_id]
-        if self.thread_id is not None:
-            parts += ["thread", self.thread_id]
-        if self.user_id is not None:
-            parts += ["user", self.user_id]
-        return ":".join(parts)
+        return self._text
 
 
 def session_key_for(message: InboundMessage, *, group_per_user: bool = True) -> SessionKey:
