@@ -35,7 +35,8 @@ from tests.fakes.adapter import LoopbackAdapter
 
 MODEL = "claude-sonnet-4-6"
 MAX_CONCURRENT = 64
-"""``sessions.max_concurrent_turns`` (the gateway's default is 16); the floor has the same limit."""
+"""``sessions.max_concurrent_turns``: agents working at once (the gateway's default is 16); the floor
+limits its model calls the same way. Neither holds a slot while it sends the reply."""
 CACHE = CachePolicy(True, True, "bench: as for Claude on the Anthropic API (the default deployment)")
 TAG = re.compile(r"msg(\d{7})")
 
@@ -174,7 +175,7 @@ def build_bench_agent(loaded: Any, router: ModelRouter, store: Store) -> Agent:
 
 
 class QueueFloor:
-    """The same flow through bare asyncio: a queue and a worker per session, 64 turns at once, no storage."""
+    """The same flow through bare asyncio: a queue and a worker per session, 64 model calls at once, no storage."""
 
     def __init__(self, provider: Provider, adapter: BenchAdapter) -> None:
         self._provider = provider
@@ -196,7 +197,7 @@ class QueueFloor:
             async with self._slots:
                 request = ModelRequest(model=MODEL, system="You are a helpful assistant.", messages=[ChatMessage.user(message.text)])
                 response = await self._provider.complete(request)
-                await self._adapter.send(OutboundMessage(chat_id=message.chat_id, text=response.message.content))
+            await self._adapter.send(OutboundMessage(chat_id=message.chat_id, text=response.message.content))
 
     async def stop(self) -> None:
         for worker in self._workers:
