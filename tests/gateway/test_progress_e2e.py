@@ -32,6 +32,14 @@ async def turn_done(running: Running) -> None:
             await asyncio.sleep(0.02)
 
 
+async def nothing_pending(running: Running) -> None:
+    """Every outbox row is marked sent. The mark is committed just after the adapter returns, so the
+    test may look before it lands: it waits (timeout: hang guard)."""
+    async with asyncio.timeout(30):
+        while await running.store.outbox_pending():
+            await asyncio.sleep(0.02)
+
+
 def two_tool_calls(model_server: ModelServer) -> None:
     model_server.script(
         ToolCalls(ToolUse("session_search", {"query": "trip to Lisbon"})),
@@ -61,7 +69,7 @@ async def test_a_turn_with_tool_calls_shows_one_progress_message_edited_then_the
     for edit in edits[:-1]:  # any intermediate edit lists what was done so far
         assert edit.text == "Working on it: searching past conversations, using weather…"
     assert len(running.adapter.sent) == 2
-    assert await running.store.outbox_pending() == []
+    await nothing_pending(running)
 
 
 async def test_a_plain_turn_sends_no_progress_message(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
@@ -109,6 +117,6 @@ async def test_start_up_finishes_an_edit_a_crash_left_pending(
     running = await start_gateway(home=home, adapter=adapter)
     assert [(e.chat_id, e.message_id, e.text) for e in adapter.edits] == [("c1", "m-41", "Used: memory")]
     assert adapter.sent == []  # edited, never sent again
-    assert await running.store.outbox_pending() == []
+    assert await running.store.outbox_pending() == []  # resumed during start-up, before it returned
     after = await running.store.outbox_get(row.id)
     assert after is not None and (after.status, after.text, after.platform_message_id) == ("sent", "Used: memory", "m-41")
