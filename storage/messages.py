@@ -74,6 +74,9 @@ class AppendRequest:
     session_id: str
     messages: tuple[NewMessage, ...]
     values: tuple[tuple[Any, ...], ...]
+    encoded: tuple[str, ...] = ()
+    """Each message's ``values`` as JSON text (``_encode_values``), made by the caller: the writer only
+    joins them with the row's id, session and seq. Empty: the writer encodes them itself."""
     usage: Usage | None = None
     """A model call's usage to add to the session in the same transaction (the call that produced them)."""
     then: BulkWrite | None = None
@@ -107,7 +110,16 @@ def prepare_append(
         )
         for m in messages
     )
-    return AppendRequest(session_id, tuple(messages), values, usage, then)
+    return AppendRequest(session_id, tuple(messages), values, tuple(map(_encode_values, values)), usage, then)
+
+
+_JSON: Final = json.JSONEncoder(ensure_ascii=False)
+"""As ``json.dumps(..., ensure_ascii=False)``, made once (``dumps`` with an option makes an encoder per call)."""
+
+
+def _encode_values(values: tuple[Any, ...]) -> str:
+    """``values`` as the tail of a JSON row: ``, "role", "content", ...]`` (the writer puts id, session and seq first)."""
+    return _JSON.encode(values)[1:]
 
 
 class Sequences:
@@ -164,6 +176,7 @@ def insert_appends(
     last_seq = known.last_seq
 
     rows: list[tuple[Any, ...]] = []
+    texts: list[str] = []  # the same rows as JSON, from the values the caller encoded
     results: list[list[MessageRecord] | StorageError] = []
     for request in requests:
         session_id = request.session_id
@@ -172,21 +185,24 @@ def insert_appends(
             results.append(SessionNotFoundError(session_id))
             continue
         records = []
-        for message, values in zip(request.messages, request.values):
+        head = f",{_JSON.encode(session_id)},"
+        encoded = request.encoded or tuple(map(_encode_values, request.values))
+        for message, values, tail in zip(request.messages, request.values, encoded):
             last_id += 1
             seq += 1
             rows.append((last_id, session_id, seq, *values))
+            texts.append(f"[{last_id}{head}{seq},{tail}")
             records.append(_record(last_id, session_id, seq, now, message))
         last_seq[session_id] = seq
         results.append(records)
     known.last_id = last_id
     if rows:
-        _insert_rows(conn, rows, now)
+        _insert_rows(conn, rows, f"[{','.join(texts)}]", now)
     return results
 
 
-def _insert_rows(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], now: float) -> None:
-    payload = json.dumps(rows, ensure_ascii=False)
+def _insert_rows(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], payload: str, now: float) -> None:
+    """``payload``: ``rows`` as a JSON array."""
     if "\\u0000" not in payload:
         conn.execute(_BULK_INSERT, (now, payload))
         return
