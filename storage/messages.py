@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -175,7 +176,7 @@ def insert_appends(
     last_id = known.last_id or 0
     last_seq = known.last_seq
 
-    rows: list[tuple[Any, ...]] = []
+    placed: list[tuple[int, str, int, tuple[Any, ...]]] = []  # (id, session, seq, values) of every row
     texts: list[str] = []  # the same rows as JSON, from the values the caller encoded
     results: list[list[MessageRecord] | StorageError] = []
     for request in requests:
@@ -185,27 +186,30 @@ def insert_appends(
             results.append(SessionNotFoundError(session_id))
             continue
         records = []
-        head = f",{_JSON.encode(session_id)},"
+        head = f",{encode_basestring(session_id)},"
         encoded = request.encoded or tuple(map(_encode_values, request.values))
         for message, values, tail in zip(request.messages, request.values, encoded):
             last_id += 1
             seq += 1
-            rows.append((last_id, session_id, seq, *values))
+            placed.append((last_id, session_id, seq, values))
             texts.append(f"[{last_id}{head}{seq},{tail}")
             records.append(_record(last_id, session_id, seq, now, message))
         last_seq[session_id] = seq
         results.append(records)
     known.last_id = last_id
-    if rows:
-        _insert_rows(conn, rows, f"[{','.join(texts)}]", now)
+    if placed:
+        _insert_rows(conn, placed, f"[{','.join(texts)}]", now)
     return results
 
 
-def _insert_rows(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], payload: str, now: float) -> None:
-    """``payload``: ``rows`` as a JSON array."""
+def _insert_rows(
+    conn: sqlite3.Connection, placed: list[tuple[int, str, int, tuple[Any, ...]]], payload: str, now: float
+) -> None:
+    """``payload``: the rows as a JSON array (``[id, session, seq, *values]`` each)."""
     if "\\u0000" not in payload:
         conn.execute(_BULK_INSERT, (now, payload))
         return
+    rows = [(message_id, session_id, seq, *values) for message_id, session_id, seq, values in placed]
     plain: list[tuple[Any, ...]] = []
     with_nul: list[tuple[Any, ...]] = []
     for row in rows:
