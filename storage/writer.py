@@ -82,10 +82,15 @@ class MergePolicy:
     rest, a slice at a time, checking for new writes between slices.
     """
 
-    rows_per_slice: int = 100
+    rows_per_slice: int = 200
     """Under load, one slice per this many appended messages."""
-    pages_per_slice: int = 16
-    """Index pages one slice may write (FTS5 ``'merge'`` argument); bounds how long it holds the lock."""
+    pages_per_slice: int = 32
+    """Index pages one slice may write (FTS5 ``'merge'`` argument); bounds how long it holds the lock.
+
+    Each slice is a transaction with a fixed cost of its own (the index's structure record is read
+    and rewritten, the commit): merging the same pages in slices of 32 instead of 16 took a third
+    less of the writer's time (10k appends at 100 concurrent sessions: 249-304 -> 172-193 ms), and
+    a slice still takes 2 ms on average, 7-11 ms at most."""
     pages_per_row: float = 0.3
     """Merge work owed per appended message (about what the index needs to stay at a few segments)."""
 
