@@ -19,19 +19,13 @@ from contextlib import AbstractAsyncContextManager
 class AgentSlots(AbstractAsyncContextManager[None]):
     """``async with slots:`` around an agent's work; ``on_wait`` gets how long each entry waited (seconds)."""
 
-    __slots__ = ("_limit", "_on_wait", "_semaphore")
+    __slots__ = ("_on_wait", "_semaphore")
 
     def __init__(self, limit: int, *, on_wait: Callable[[float], None] | None = None) -> None:
         if limit < 1:
             raise ValueError(f"at least one agent slot is needed, got {limit}")
-        self._limit = limit
         self._semaphore = asyncio.Semaphore(limit)
         self._on_wait = on_wait
-
-    @property
-    def in_use(self) -> int:
-        """Agents working now."""
-        return self._limit - self._semaphore._value  # noqa: SLF001 - asyncio keeps the count there
 
     async def __aenter__(self) -> None:
         if self._on_wait is None:
