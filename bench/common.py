@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 
@@ -32,6 +33,36 @@ def percentile(samples: Sequence[float], pct: float) -> float:
     ordered = sorted(samples)
     rank = max(0, min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1))))
     return ordered[rank]
+
+
+class CpuSteal:
+    """The share of CPU time the hypervisor gave to other machines while the benchmark ran (Linux).
+
+    On a shared virtual machine this is what makes the same code measure 30 - 50% slower from one
+    hour to the next; a figure taken while it was high says more about the host than the code.
+    ``percent()`` is None where ``/proc/stat`` cannot be read.
+    """
+
+    def __init__(self, stat: Path = Path("/proc/stat")) -> None:
+        self._stat = stat
+        self._start = self._read()
+
+    def _read(self) -> tuple[int, int] | None:
+        """(steal, total) jiffies over all CPUs so far."""
+        try:
+            fields = self._stat.read_text(encoding="ascii").split("\n", 1)[0].split()
+        except OSError:
+            return None
+        if not fields or fields[0] != "cpu" or len(fields) < 9:
+            return None
+        ticks = [int(value) for value in fields[1:9]]  # user nice system idle iowait irq softirq steal
+        return ticks[7], sum(ticks)
+
+    def percent(self) -> float | None:
+        end = self._read()
+        if self._start is None or end is None or end[1] <= self._start[1]:
+            return None
+        return 100 * (end[0] - self._start[0]) / (end[1] - self._start[1])
 
 
 def emit(results: dict[str, Any], *, as_json: bool, targets: dict[str, str] | None = None) -> None:

@@ -83,7 +83,7 @@ from typing import Any
 
 import structlog
 
-from bench.common import emit, percentile, say
+from bench.common import CpuSteal, emit, percentile, say
 from bench.gateway_systems import CACHE, MAX_CONCURRENT, System, start_floor, start_gateway
 from gateway.logs import configure_logging
 
@@ -228,6 +228,7 @@ async def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     sessions, per_session = (QUICK_SESSIONS, QUICK_MESSAGES) if args.quick else (SESSIONS, MESSAGES)
     count = QUICK_PACED_MESSAGES if args.quick else PACED_MESSAGES
     load_before = os.getloadavg()[0]
+    steal = CpuSteal()
     tput: list[tuple[dict[str, Any], dict[str, Any]]] = []
     paced_runs: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for index in range(ROUNDS):
@@ -290,6 +291,7 @@ async def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "log_level": args.log_level,
         "prompt_caching": CACHE.enabled,
         "load_avg_1m": max(load_before, os.getloadavg()[0]),
+        "cpu_steal_pct": steal.percent(),
         "quick": bool(args.quick),
     }
 

@@ -56,7 +56,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import emit, parse_args, percentile, say
+from bench.common import CpuSteal, emit, parse_args, percentile, say
 from storage import NewMessage, Store
 from storage.messages import prepare_append
 
@@ -333,6 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         workload = [corpus.messages(per_session, start=10_000_000 + s * per_session) for s in range(SESSIONS)]
         gc.collect()
         gc.freeze()  # the harness's own data (corpus, workload) stays out of the collector's scans
+        steal = CpuSteal()
         rounds: list[tuple[float, float, list[float]]] = []
         unindexed: list[float] = []
         unindexed_latencies: list[float] = []
@@ -353,6 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             lags.append(lag)
             floor_db.unlink()
             bare_db.unlink()
+        steal_pct = steal.percent()  # over the append rounds, the part the targets are about
         many_db = Path(tmp) / "many.db"
         shutil.copyfile(base, many_db)
         many_rate = floor(many_db, workload, bulk=False)
@@ -382,6 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "messages_appended_per_round": SESSIONS * per_session,
         "preloaded_messages": PRELOAD_SESSIONS * PRELOAD_PER_SESSION,
         "mean_message_bytes": statistics.mean(sizes),
+        "cpu_steal_pct": steal_pct,
     }
     emit(figures, as_json=args.json, targets=TARGETS)
     return 0

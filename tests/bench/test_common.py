@@ -1,0 +1,29 @@
+"""The benchmarks' shared helpers: the CPU steal figure reported next to their results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.common import CpuSteal
+
+
+def stat_line(user: int, idle: int, steal: int) -> str:
+    return f"cpu  {user} 0 10 {idle} 0 0 0 {steal} 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
+
+
+def test_steal_is_the_share_of_all_cpu_time_since_the_start(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    stat.write_text(stat_line(user=1000, idle=5000, steal=100))
+    meter = CpuSteal(stat)
+    stat.write_text(stat_line(user=1600, idle=5300, steal=200))  # 1,000 more jiffies, 100 of them stolen
+    assert meter.percent() == 10.0
+
+
+def test_no_figure_where_it_cannot_be_read(tmp_path: Path) -> None:
+    assert CpuSteal(tmp_path / "missing").percent() is None
+    stat = tmp_path / "stat"
+    stat.write_text("intr 12345\n")
+    assert CpuSteal(stat).percent() is None
+    stat.write_text(stat_line(user=1, idle=1, steal=0))
+    meter = CpuSteal(stat)
+    assert meter.percent() is None  # no time has passed
