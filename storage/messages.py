@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from collections.abc import Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Final
 
 import aiosqlite
@@ -119,7 +119,7 @@ _JSON: Final = json.JSONEncoder(ensure_ascii=False)
 
 
 def _encode_values(values: tuple[Any, ...]) -> str:
-    """``values`` as the tail of a JSON row: ``, "role", "content", ...]`` (the writer puts id, session and seq first)."""
+    """``values`` as the tail of a JSON row, ``"role", "content", ...]``: the writer puts ``[id, session, seq,`` first."""
     return _JSON.encode(values)[1:]
 
 
@@ -215,7 +215,7 @@ def _insert_rows(
     for row in rows:
         (with_nul if any(isinstance(v, str) and "\0" in v for v in row) else plain).append(row)
     if plain:
-        conn.execute(_BULK_INSERT, (now, json.dumps(plain, ensure_ascii=False)))
+        conn.execute(_BULK_INSERT, (now, _JSON.encode(plain)))
     conn.executemany(_ROW_INSERT, [(*row[:3], now, *row[3:]) for row in with_nul])
 
 
