@@ -249,7 +249,9 @@ class Writer:
                 return
             self.progress.commits += 1
             appended = sum(
-                len(o.value) for job, o in zip(jobs, outcomes) if isinstance(job.op, AppendRequest) and o.value
+                len(o.value if job.op.then is None else o.value[0])  # with ``then``: (records, its outcome)
+                for job, o in zip(jobs, outcomes)
+                if isinstance(job.op, AppendRequest) and o.value
             )
             self._rows_since_merge += appended
             if self._merge is not None:
