@@ -175,16 +175,17 @@ class TurnRunner:
         started: float,
         shared: bool,
     ) -> None:
-        async with self._slots:  # the agent's work only: delivering the reply holds no slot
-            history = await self._repair_tail(ref, history)
-            log.info("turn.started", messages=len(batch), history=len(history))
-            history = await self._hygiene(ref, conversation, history, batch[0])
-            progress = self._progress_for(turn_id, batch[0])
-            try:
+        progress: ToolProgress | None = None
+        try:
+            async with self._slots:  # the agent's work only: delivering the reply (or progress) holds no slot
+                history = await self._repair_tail(ref, history)
+                log.info("turn.started", messages=len(batch), history=len(history))
+                history = await self._hygiene(ref, conversation, history, batch[0])
+                progress = self._progress_for(turn_id, batch[0])
                 reply, stored_with_reply = await self._reply(ref, conversation, history, batch, started, shared, progress)
-            finally:
-                if progress is not None:
-                    await progress.stop()  # the progress message is out before the reply, never after
+        finally:
+            if progress is not None:
+                await progress.stop()  # the progress message is out before the reply, never after
         await ref.settled()  # the reply marks the user's events done: their message must be stored
         await self._delivery.send_text(
             turn_id=turn_id,

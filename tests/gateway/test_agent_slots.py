@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from adapters.base import RateLimited
-from tests.fakes.model_server import ModelServer, Text, Timeout
+from tests.fakes.model_server import ModelServer, Text, Timeout, ToolCalls, ToolUse
 from tests.gateway.conftest import GatewayFactory
 from tests.gateway.test_pipeline import eventually
 
@@ -37,3 +37,19 @@ async def test_a_rate_limited_reply_does_not_keep_other_chats_waiting(
     assert (first_sent.chat_id, first_sent.text) == ("b", "re: second")
     await running.adapter.wait_sent(2)
     assert running.adapter.texts("a") == ["re: first"]
+
+
+async def test_a_rate_limited_progress_message_does_not_keep_other_chats_waiting(
+    start_gateway: GatewayFactory, model_server: ModelServer
+) -> None:
+    running = await start_gateway({"sessions": {"max_concurrent_turns": 1}})
+    model_server.script(ToolCalls(ToolUse("session_search", {"query": "plans"})), Text("re: first"))
+    model_server.responder = lambda record: Text("re: " + record.last_user_text)
+    running.adapter.failures = [RateLimited(1.5)]  # the progress message of chat "a" must wait
+    await running.adapter.inject("first", chat_id="a")
+    await eventually(lambda: not running.adapter.failures and len(model_server.requests) == 2)  # a's agent is done
+    await running.adapter.inject("second", chat_id="b")
+    (first_sent,) = await running.adapter.wait_sent(1)
+    assert (first_sent.chat_id, first_sent.text) == ("b", "re: second")
+    await running.adapter.wait_sent(3)
+    assert running.adapter.texts("a")[0].startswith("Working on it") and running.adapter.texts("a")[1] == "re: first"
