@@ -7,7 +7,8 @@ import json
 import urllib.request
 
 from storage import NewMessage
-from tests.fakes.model_server import ModelServer, RequestRecord, Text, Timeout
+from gateway.turns import HYGIENE_FAILED_NOTICE
+from tests.fakes.model_server import InvalidRequest, ModelServer, RequestRecord, Text, Timeout
 from tests.gateway.conftest import GatewayFactory
 
 SMALL_WINDOW = {
@@ -54,6 +55,28 @@ async def test_hygiene_compacts_an_oversized_stored_session_from_the_estimate(
     messages = await store.load_messages(child.id)
     assert messages[-1].content.startswith("re: ") and messages[-2].content == "and now?"
     assert len(messages) < len(big)
+
+
+async def test_a_failed_hygiene_compaction_drops_nothing_tells_the_user_once_and_the_turn_runs(
+    start_gateway: GatewayFactory, model_server: ModelServer
+) -> None:
+    running = await start_gateway(SMALL_WINDOW)
+    model_server.responder = lambda record: InvalidRequest() if is_summary(record) else summary_or_echo(record)
+    store = running.store
+    session = await store.create_session(session_key="loopback:dm:chat-1", platform="loopback", chat_id="chat-1",
+                                         system_prompt="You are a test.", model="claude-sonnet-4-6")  # fmt: skip
+    big = [NewMessage(role=r, content=f"{r} {i}: " + "lorem ipsum dolor " * 60) for i in range(14) for r in ("user", "assistant")]
+    await store.append_messages(session.id, big)
+    await running.adapter.inject("and now?")
+    await running.adapter.wait_sent(2)
+    await running.adapter.inject("and again?")  # hygiene fires again and fails again: no second notice
+    await running.adapter.wait_sent(3)
+    assert sum(is_summary(r) for r in model_server.requests) == 2
+    assert running.adapter.texts() == [HYGIENE_FAILED_NOTICE, "re: and now?", "re: and again?"]
+    assert [s.end_reason for s in await store.lineage(session.id)] == [None]  # not split
+    messages = await store.load_messages(session.id)
+    assert [m.content for m in messages[: len(big)]] == [m.content for m in big]  # nothing dropped
+    assert [m.content for m in messages[len(big) :]] == ["and now?", "re: and now?", "and again?", "re: and again?"]
 
 
 async def test_hygiene_uses_the_api_reported_prompt_size(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
