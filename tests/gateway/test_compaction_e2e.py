@@ -6,7 +6,7 @@ import asyncio
 import json
 import urllib.request
 
-from storage import NewMessage
+from storage import NewMessage, SessionRecord, Store
 from gateway.turns import HYGIENE_FAILED_NOTICE
 from tests.fakes.model_server import InvalidRequest, ModelServer, RequestRecord, Text, Timeout
 from tests.gateway.conftest import GatewayFactory
@@ -29,6 +29,19 @@ def summary_or_echo(record: RequestRecord) -> Text:
     return Text("re: " + record.last_user_text[:40])
 
 
+def oversized() -> list[NewMessage]:
+    """A stored conversation the estimate puts above 85% of ``SMALL_WINDOW``."""
+    return [NewMessage(role=r, content=f"{r} {i}: " + "lorem ipsum dolor " * 60) for i in range(14) for r in ("user", "assistant")]
+
+
+async def stored_session(store: Store, messages: list[NewMessage]) -> SessionRecord:
+    """The DM session of ``chat-1`` on the loopback adapter, holding ``messages``."""
+    session = await store.create_session(session_key="loopback:dm:chat-1", platform="loopback", chat_id="chat-1",
+                                         system_prompt="You are a test.", model="claude-sonnet-4-6")  # fmt: skip
+    await store.append_messages(session.id, messages)
+    return session
+
+
 async def eventually(predicate, *, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
     async with asyncio.timeout(timeout):
         while not predicate():
@@ -41,10 +54,8 @@ async def test_hygiene_compacts_an_oversized_stored_session_from_the_estimate(
     running = await start_gateway(SMALL_WINDOW)
     model_server.responder = summary_or_echo
     store = running.store
-    session = await store.create_session(session_key="loopback:dm:chat-1", platform="loopback", chat_id="chat-1",
-                                         system_prompt="You are a test.", model="claude-sonnet-4-6")  # fmt: skip
-    big = [NewMessage(role=r, content=f"{r} {i}: " + "lorem ipsum dolor " * 60) for i in range(14) for r in ("user", "assistant")]
-    await store.append_messages(session.id, big)
+    big = oversized()
+    session = await stored_session(store, big)
     await running.adapter.inject("and now?")
     await running.adapter.wait_sent(1)
     assert is_summary(model_server.requests[0]), "hygiene must compact before the turn's model call"
@@ -63,10 +74,8 @@ async def test_a_failed_hygiene_compaction_drops_nothing_tells_the_user_once_and
     running = await start_gateway(SMALL_WINDOW)
     model_server.responder = lambda record: InvalidRequest() if is_summary(record) else summary_or_echo(record)
     store = running.store
-    session = await store.create_session(session_key="loopback:dm:chat-1", platform="loopback", chat_id="chat-1",
-                                         system_prompt="You are a test.", model="claude-sonnet-4-6")  # fmt: skip
-    big = [NewMessage(role=r, content=f"{r} {i}: " + "lorem ipsum dolor " * 60) for i in range(14) for r in ("user", "assistant")]
-    await store.append_messages(session.id, big)
+    big = oversized()
+    session = await stored_session(store, big)
     await running.adapter.inject("and now?")
     await running.adapter.wait_sent(2)
     summaries = sum(is_summary(r) for r in model_server.requests)
@@ -88,11 +97,9 @@ async def test_hygiene_uses_the_api_reported_prompt_size(start_gateway: GatewayF
     running = await start_gateway(SMALL_WINDOW)
     model_server.responder = summary_or_echo
     store = running.store
-    session = await store.create_session(session_key="loopback:dm:chat-1", platform="loopback", chat_id="chat-1",
-                                         system_prompt="You are a test.", model="claude-sonnet-4-6")  # fmt: skip
     # Stored messages the estimate puts well below 85% of the window, but the API said the last prompt was larger.
     stored = [NewMessage(role=r, content=f"{r} {i}: " + "lorem ipsum " * 40) for i in range(7) for r in ("user", "assistant")]
-    await store.append_messages(session.id, stored)
+    session = await stored_session(store, stored)
     await store.add_usage(session.id, input_tokens=3500, last_prompt_tokens=3500)
     await running.adapter.inject("next")
     await running.adapter.wait_sent(1)
