@@ -42,6 +42,9 @@ class AccessPolicy:
     """Discord servers (guilds) where the bot answers; empty means any."""
 
 
+_DEFAULT_POLICY = AccessPolicy()
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     verdict: Verdict
@@ -57,7 +60,7 @@ class AccessControl:
     policies: dict[str, AccessPolicy] = field(default_factory=dict)
 
     def policy(self, platform: str) -> AccessPolicy:
-        return self.policies.get(platform, AccessPolicy())
+        return self.policies.get(platform, _DEFAULT_POLICY)
 
     def where(self, message: InboundMessage) -> Decision:
         """Whether the bot should answer in this place at all (before looking at the user)."""
