@@ -2,9 +2,11 @@
 
 An unknown user who DMs the bot gets a one-time code: 8 characters from an
 alphabet without look-alikes (no 0/O, 1/I), valid for an hour, at most one new
-code per user every 10 minutes. The operator approves it with
-``switchboard pairing approve PLATFORM CODE``. Five wrong approvals on a
-platform lock approvals there for an hour, so codes cannot be guessed.
+code per user every 10 minutes (however many messages arrive at once). The
+operator approves it with ``switchboard pairing approve PLATFORM CODE``; spaces
+and hyphens typed into the code are ignored, and approving a user uses up any
+other code they still hold. Five wrong approvals within an hour on a platform
+lock approvals there for an hour from the fifth, so codes cannot be guessed.
 Approvals live in the database; ``switchboard pairing revoke`` takes one back.
 """
 
@@ -48,6 +50,20 @@ def new_code() -> str:
     return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
 
 
+def normalise_code(typed: str) -> str:
+    """The code as stored: upper case, without the spaces or hyphens a person may type into it."""
+    return "".join(typed.split()).replace("-", "").upper()
+
+
+def locked_until(failures: list[float]) -> float | None:
+    """When the newest lockout ends: an hour after any failure that made five within an hour (oldest first)."""
+    until = None
+    for newest in range(MAX_FAILURES - 1, len(failures)):
+        if failures[newest] - failures[newest - MAX_FAILURES + 1] < LOCKOUT:
+            until = failures[newest] + LOCKOUT
+    return until
+
+
 class Pairing:
     def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
         self._store = store
@@ -59,33 +75,38 @@ class Pairing:
     async def offer(self, platform: str, user_id: str, user_name: str, chat_id: str) -> str | None:
         """A code for this user, or None if one was issued less than 10 minutes ago (no new message then)."""
         now = self._clock()
-        latest = await self._store.pairing.latest_code(platform, user_id)
-        if latest is not None and now - latest.created_at < REQUEST_INTERVAL:
+        code = new_code()
+        added = await self._store.pairing.add_code(
+            PairingCode(code=code, platform=platform, user_id=user_id, user_name=user_name, chat_id=chat_id,
+                        created_at=now, expires_at=now + CODE_TTL),
+            unless_offered_since=now - REQUEST_INTERVAL,
+        )  # fmt: skip
+        if not added:
             log.debug("pairing.rate_limited", platform=platform, user=user_id)
             return None
-        code = new_code()
-        await self._store.pairing.add_code(
-            PairingCode(code=code, platform=platform, user_id=user_id, user_name=user_name, chat_id=chat_id,
-                        created_at=now, expires_at=now + CODE_TTL)  # fmt: skip
-        )
         log.info("pairing.code_issued", platform=platform, user=user_id)
         return code
 
     async def approve(self, platform: str, code: str) -> Approval:
         now = self._clock()
-        failures = await self._store.pairing.failures_since(platform, now - LOCKOUT)
-        if failures >= MAX_FAILURES:
+        failures = await self._store.pairing.failure_times(platform, now - 2 * LOCKOUT)
+        until = locked_until(failures)
+        if until is not None and until > now:
+            minutes = max(1, round((until - now) / 60))
             return Approval(
                 ApprovalOutcome.LOCKED,
-                message=f"approvals for {platform} are locked for an hour after {MAX_FAILURES} wrong codes",
+                message=f"approvals for {platform} are locked after {MAX_FAILURES} wrong codes within an hour; "
+                f"try again in {minutes} minute{'s' if minutes != 1 else ''}",
             )
-        taken = await self._store.pairing.take_code(platform, code.strip().upper(), now)
+        taken = await self._store.pairing.take_code(platform, normalise_code(code), now)
         if taken is None:
             await self._store.pairing.record_failure(platform, now)
-            left = MAX_FAILURES - failures - 1
+            recent = sum(1 for failed_at in failures if failed_at > now - LOCKOUT)
+            left = MAX_FAILURES - recent - 1
+            then = f"{left} tries left this hour" if left > 0 else f"approvals for {platform} are now locked for an hour"
             return Approval(
                 ApprovalOutcome.UNKNOWN_CODE,
-                message=f"no valid {platform} code {code!r} (it may have expired or been used); {left} tries left",
+                message=f"no valid {platform} code {code!r} (it may have expired or been used); {then}",
             )
         await self._store.pairing.approve(platform, taken.user_id, taken.user_name, now)
         log.info("pairing.approved", platform=platform, user=taken.user_id)

@@ -22,9 +22,8 @@ __all__ = [
     "add_code",
     "approvals",
     "approve",
-    "failures_since",
+    "failure_times",
     "is_approved",
-    "latest_code",
     "pending_codes",
     "record_failure",
     "revoke",
@@ -39,12 +38,20 @@ def _code(row: tuple[object, ...]) -> PairingCode:
     return PairingCode(**dict(zip(_FIELDS, row)))  # type: ignore[arg-type]
 
 
-def add_code(conn: sqlite3.Connection, *, code: PairingCode) -> None:
-    conn.execute(
-        f"INSERT INTO pairing_codes ({_CODE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+def add_code(conn: sqlite3.Connection, *, code: PairingCode, unless_offered_since: float | None = None) -> bool:
+    """Store a code; with ``unless_offered_since``, only if the user was offered none since then.
+
+    The check and the insert are one statement on the single writer, so two
+    messages arriving together cannot both get a code.
+    """
+    cursor = conn.execute(
+        f"""INSERT INTO pairing_codes ({_CODE_COLUMNS}) SELECT ?, ?, ?, ?, ?, ?, ?, ?
+            WHERE ? IS NULL OR NOT EXISTS (
+                SELECT 1 FROM pairing_codes WHERE platform = ? AND user_id = ? AND created_at >= ?)""",
         (code.code, code.platform, code.user_id, code.user_name, code.chat_id, code.created_at, code.expires_at,
-         code.used_at),
+         code.used_at, unless_offered_since, code.platform, code.user_id, unless_offered_since),
     )  # fmt: skip
+    return cursor.rowcount == 1
 
 
 def take_code(conn: sqlite3.Connection, *, platform: str, code: str, now: float) -> PairingCode | None:
@@ -63,6 +70,11 @@ def record_failure(conn: sqlite3.Connection, *, platform: str, now: float) -> No
 
 
 def approve(conn: sqlite3.Connection, *, platform: str, user_id: str, user_name: str | None, now: float) -> None:
+    """Approve a user; any other code still open for them is used up with it."""
+    conn.execute(
+        "UPDATE pairing_codes SET used_at = ? WHERE platform = ? AND user_id = ? AND used_at IS NULL",
+        (now, platform, user_id),
+    )
     conn.execute(
         """INSERT INTO pairing_approvals (platform, user_id, user_name, approved_at) VALUES (?, ?, ?, ?)
            ON CONFLICT (platform, user_id) DO UPDATE SET user_name = excluded.user_name,
@@ -83,21 +95,12 @@ async def is_approved(conn: aiosqlite.Connection, *, platform: str, user_id: str
     return bool(rows)
 
 
-async def latest_code(conn: aiosqlite.Connection, *, platform: str, user_id: str) -> PairingCode | None:
-    """The user's most recently offered code, used, expired or not."""
+async def failure_times(conn: aiosqlite.Connection, *, platform: str, since: float) -> list[float]:
     rows = await conn.execute_fetchall(
-        f"""SELECT {_CODE_COLUMNS} FROM pairing_codes WHERE platform = ? AND user_id = ?
-            ORDER BY created_at DESC LIMIT 1""",
-        (platform, user_id),
+        "SELECT failed_at FROM pairing_failures WHERE platform = ? AND failed_at >= ? ORDER BY failed_at",
+        (platform, since),
     )
-    return _code(tuple(rows[0])) if rows else None
-
-
-async def failures_since(conn: aiosqlite.Connection, *, platform: str, since: float) -> int:
-    rows = await conn.execute_fetchall(
-        "SELECT COUNT(*) FROM pairing_failures WHERE platform = ? AND failed_at >= ?", (platform, since)
-    )
-    return int(rows[0][0])
+    return [float(row[0]) for row in rows]
 
 
 async def pending_codes(conn: aiosqlite.Connection, *, now: float) -> list[PairingCode]:
@@ -128,13 +131,9 @@ class PairingStore:
         self._write = write
         self._read = read
 
-    async def add_code(self, code: PairingCode) -> None:
-        await self._write(partial(add_code, code=code))
-
-    async def latest_code(self, platform: str, user_id: str) -> PairingCode | None:
-        """The newest code offered to this user (used or expired ones included)."""
-        found: PairingCode | None = await self._read(partial(latest_code, platform=platform, user_id=user_id))
-        return found
+    async def add_code(self, code: PairingCode, *, unless_offered_since: float | None = None) -> bool:
+        """Store a code; False (nothing stored) if the user was offered one at or after ``unless_offered_since``."""
+        return bool(await self._write(partial(add_code, code=code, unless_offered_since=unless_offered_since)))
 
     async def take_code(self, platform: str, code: str, now: float) -> PairingCode | None:
         """Use up an unused, unexpired code, once; None if there is no such code."""
@@ -144,8 +143,10 @@ class PairingStore:
     async def record_failure(self, platform: str, now: float) -> None:
         await self._write(partial(record_failure, platform=platform, now=now))
 
-    async def failures_since(self, platform: str, since: float) -> int:
-        return int(await self._read(partial(failures_since, platform=platform, since=since)))
+    async def failure_times(self, platform: str, since: float) -> list[float]:
+        """When approvals with a wrong code failed on this platform since ``since``, oldest first."""
+        times: list[float] = await self._read(partial(failure_times, platform=platform, since=since))
+        return times
 
     async def approve(self, platform: str, user_id: str, user_name: str | None, now: float) -> None:
         await self._write(partial(approve, platform=platform, user_id=user_id, user_name=user_name, now=now))

@@ -79,7 +79,8 @@ def approve_command(args: argparse.Namespace) -> int:
 def revoke_command(args: argparse.Namespace) -> int:
     async def run(store: Store) -> int:
         if await Pairing(store).revoke(args.platform, args.user_id):
-            print(f"Revoked {args.platform} user {args.user_id}: they will get a new pairing code if they write again.")
+            print(f"Revoked {args.platform} user {args.user_id}: their messages are ignored now; "
+                  "a DM from them gets a new pairing code (at most one every 10 minutes).")  # fmt: skip
             return 0
         print(f"{args.platform} user {args.user_id} was not approved.")
         return 1

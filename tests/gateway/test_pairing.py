@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from gateway.cli import main
 from gateway.pairing import ALPHABET, CODE_LENGTH, ApprovalOutcome, Pairing
 from storage import Store
+
+
+@pytest_asyncio.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    """The store, closed even when a test fails (an open one would keep the test run from ending)."""
+    opened = await Store.open(tmp_path / "state.db")
+    try:
+        yield opened
+    finally:
+        await opened.close()
 
 
 class Clock:
@@ -20,8 +32,7 @@ class Clock:
         return self.now
 
 
-async def test_codes_rate_limit_single_use_and_platform_scope(tmp_path: Path) -> None:
-    store = await Store.open(tmp_path / "state.db")
+async def test_codes_rate_limit_single_use_and_platform_scope(store: Store) -> None:
     clock = Clock()
     pairing = Pairing(store, clock=clock)
     code = await pairing.offer("telegram", "42", "Ada", "42")
@@ -35,21 +46,17 @@ async def test_codes_rate_limit_single_use_and_platform_scope(tmp_path: Path) ->
     clock.now += 601
     assert await pairing.offer("telegram", "43", "Bob", "43") is not None
     assert await pairing.revoke("telegram", "42") and not await pairing.is_approved("telegram", "42")
-    await store.close()
 
 
-async def test_codes_expire_after_an_hour(tmp_path: Path) -> None:
-    store = await Store.open(tmp_path / "state.db")
+async def test_codes_expire_after_an_hour(store: Store) -> None:
     clock = Clock()
     pairing = Pairing(store, clock=clock)
     code = await pairing.offer("slack", "U1", "Cy", "D1")
     clock.now += 3601
     assert (await pairing.approve("slack", code or "")).outcome is ApprovalOutcome.UNKNOWN_CODE
-    await store.close()
 
 
-async def test_five_wrong_codes_lock_approvals_for_an_hour(tmp_path: Path) -> None:
-    store = await Store.open(tmp_path / "state.db")
+async def test_five_wrong_codes_lock_approvals_for_an_hour(store: Store) -> None:
     clock = Clock()
     pairing = Pairing(store, clock=clock)
     code = await pairing.offer("discord", "7", "Dee", "7")
@@ -60,7 +67,34 @@ async def test_five_wrong_codes_lock_approvals_for_an_hour(tmp_path: Path) -> No
     clock.now += 3601  # the lock is over (and the old code has expired with it)
     fresh = await pairing.offer("discord", "7", "Dee", "7")
     assert (await pairing.approve("discord", fresh or "")).outcome is ApprovalOutcome.APPROVED
-    await store.close()
+
+
+async def test_the_lock_lasts_an_hour_from_the_fifth_wrong_code(store: Store) -> None:
+    clock = Clock()
+    pairing = Pairing(store, clock=clock)
+    for _ in range(4):
+        assert (await pairing.approve("discord", "WRONGCODE")).outcome is ApprovalOutcome.UNKNOWN_CODE
+    clock.now += 50 * 60  # the fifth comes 50 minutes after the first four
+    fifth = await pairing.approve("discord", "WRONGCODE")
+    assert fifth.outcome is ApprovalOutcome.UNKNOWN_CODE and "now locked for an hour" in fifth.message
+    clock.now += 20 * 60  # the first four are over an hour old now; the lock still holds
+    code = await pairing.offer("discord", "7", "Dee", "7")
+    locked = await pairing.approve("discord", code or "")
+    assert locked.outcome is ApprovalOutcome.LOCKED and "try again in 40 minutes" in locked.message
+    clock.now += 40 * 60 + 1
+    assert (await pairing.approve("discord", code or "")).outcome is ApprovalOutcome.APPROVED
+
+
+async def test_a_code_typed_with_spaces_or_hyphens_is_accepted_and_approval_ends_older_codes(store: Store) -> None:
+    clock = Clock()
+    pairing = Pairing(store, clock=clock)
+    older = await pairing.offer("telegram", "42", "Ada", "42") or ""
+    clock.now += 601
+    newer = await pairing.offer("telegram", "42", "Ada", "42") or ""
+    typed = f" {newer[:4].lower()} - {newer[4:]} "
+    assert (await pairing.approve("telegram", typed)).outcome is ApprovalOutcome.APPROVED
+    assert await pairing.revoke("telegram", "42")
+    assert (await pairing.approve("telegram", older)).outcome is ApprovalOutcome.UNKNOWN_CODE  # used up by the approval
 
 
 def test_operator_cli_lists_and_approves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

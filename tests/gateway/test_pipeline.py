@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from adapters.base import RateLimited
 from gateway.access import AccessPolicy
@@ -152,6 +153,20 @@ async def test_unknown_users_get_a_pairing_code_and_can_be_approved(start_gatewa
     await running.adapter.inject("now?", user_id="stranger")
     await running.adapter.wait_sent(2)
     assert "now?" in running.adapter.texts()[-1]
+
+
+async def test_a_burst_of_messages_from_a_stranger_gets_one_pairing_code(
+    start_gateway: GatewayFactory, model_server: ModelServer
+) -> None:
+    running = await start_gateway(policy=AccessPolicy())
+    await asyncio.gather(*(running.adapter.inject(f"hello {n}", user_id="stranger") for n in range(5)))
+    await running.adapter.wait_sent(1)
+    unfinished = running.store.inbox_unfinished
+    async with asyncio.timeout(30):
+        while await unfinished():  # every message of the burst handled
+            await asyncio.sleep(0.02)
+    assert len(running.adapter.sent) == 1
+    assert len(await running.store.pairing.pending(now=time.time())) == 1
 
 
 async def test_whoami_works_for_strangers(start_gateway: GatewayFactory) -> None:

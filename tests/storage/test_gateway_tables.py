@@ -215,13 +215,28 @@ async def test_concurrent_takes_of_one_code_succeed_once(store: Store) -> None:
     assert sum(result is not None for result in results) == 1
 
 
-async def test_latest_code_is_the_newest_offered(store: Store) -> None:
-    assert await store.pairing.latest_code("telegram", "u1") is None
-    await store.pairing.add_code(code("FIRST234", at=1000.0))
-    await store.pairing.add_code(code("SECOND23", at=2000.0))
-    await store.pairing.add_code(code("OTHER234", user="u2", at=3000.0))
-    latest = await store.pairing.latest_code("telegram", "u1")
-    assert latest is not None and latest.code == "SECOND23"
+async def test_a_code_is_added_only_if_none_was_offered_since_the_given_time(store: Store) -> None:
+    assert await store.pairing.add_code(code("FIRST234", at=1000.0), unless_offered_since=400.0)
+    assert not await store.pairing.add_code(code("SECOND23", at=1500.0), unless_offered_since=900.0)
+    assert await store.pairing.add_code(code("OTHER234", user="u2", at=1500.0), unless_offered_since=900.0)
+    assert await store.pairing.add_code(code("THIRD234", at=1700.0), unless_offered_since=1100.0)
+    results = await asyncio.gather(
+        *(store.pairing.add_code(code(f"BURST{i}23", at=2500.0), unless_offered_since=1800.0) for i in range(5))
+    )
+    assert sorted(results) == [False, False, False, False, True]  # one statement decides, on the single writer
+    stored = [c.code for c in await store.pairing.pending(now=2600.0)]
+    assert stored[:3] == ["FIRST234", "OTHER234", "THIRD234"] and len(stored) == 4 and stored[3].startswith("BURST")
+
+
+async def test_approving_a_user_uses_up_their_other_open_codes(store: Store) -> None:
+    await store.pairing.add_code(code("OLDER234", at=1000.0))
+    await store.pairing.add_code(code("NEWER234", at=1700.0))
+    await store.pairing.add_code(code("NOTME234", user="u2", at=1700.0))
+    taken = await store.pairing.take_code("telegram", "NEWER234", now=1800.0)
+    assert taken is not None
+    await store.pairing.approve("telegram", "u1", "Ann", now=1800.0)
+    assert await store.pairing.take_code("telegram", "OLDER234", now=1801.0) is None
+    assert [c.code for c in await store.pairing.pending(now=1801.0)] == ["NOTME234"]
 
 
 async def test_approvals_and_revocation(store: Store) -> None:
@@ -239,9 +254,9 @@ async def test_failures_are_counted_per_platform_and_window(store: Store) -> Non
     for at in (10.0, 20.0, 30.0):
         await store.pairing.record_failure("telegram", now=at)
     await store.pairing.record_failure("slack", now=25.0)
-    assert await store.pairing.failures_since("telegram", 15.0) == 2
-    assert await store.pairing.failures_since("telegram", 0.0) == 3
-    assert await store.pairing.failures_since("discord", 0.0) == 0
+    assert await store.pairing.failure_times("telegram", 15.0) == [20.0, 30.0]
+    assert await store.pairing.failure_times("telegram", 0.0) == [10.0, 20.0, 30.0]
+    assert await store.pairing.failure_times("discord", 0.0) == []
 
 
 async def test_usage_since_sums_model_calls_across_sessions(store: Store) -> None:
