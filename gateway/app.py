@@ -129,7 +129,7 @@ class Gateway:
             if await self._start_adapter(adapter):
                 running += 1
         await self.delivery.resume()
-        await self.intake.replay(unfinished)
+        await self.intake.replay([InboundMessage.from_dict(record.payload) for record in unfinished])
         self.intake.open()
         self._housekeeping = asyncio.create_task(self._keep_house(), name="housekeeping")
         log.info(

@@ -24,15 +24,15 @@ import structlog
 
 from gateway.access import AccessControl, Verdict
 from gateway.command_handlers import CommandHandlers
-from gateway.commands import parse_command
+from gateway.commands import Command, parse_command
 from gateway.delivery import Delivery
 from gateway.events import InboundMessage
 from gateway.lanes import Lanes
 from gateway.metrics import Metrics
 from gateway.pairing import Pairing, pairing_message
-from gateway.session_key import session_key_for
+from gateway.session_key import SessionKey, session_key_for
 from gateway.tasks import TaskTracker
-from storage import InboxRecord, Store
+from storage import Store
 
 log = structlog.get_logger("gateway.intake")
 
@@ -68,11 +68,15 @@ class Intake:
         """Let new messages through to the lanes (after :meth:`replay`)."""
         self._open.set()
 
-    async def replay(self, unfinished: Sequence[InboxRecord]) -> int:
-        """Queue events that were accepted before a restart but not finished, oldest first."""
-        for record in unfinished:
-            message = InboundMessage.from_dict(record.payload)
-            self._lanes.submit(record.session_key, message)
+    async def replay(self, unfinished: Sequence[InboundMessage]) -> int:
+        """Route events accepted before a restart but not finished, oldest first, the way new ones are.
+
+        Access is checked again (with today's config and approvals) and commands
+        are answered as commands: a message that was waiting for a pairing code
+        or to be ignored when the process died never reaches the agent.
+        """
+        for message in unfinished:
+            await self._route(message, session_key_for(message, group_per_user=self._group_per_user), replay=True)
         if unfinished:
             log.info("inbound.replayed", events=len(unfinished))
         return len(unfinished)
@@ -80,11 +84,16 @@ class Intake:
     async def __call__(self, message: InboundMessage) -> None:
         """Accept one message from an adapter. Returns once it is durably recorded (or refused)."""
         key = session_key_for(message, group_per_user=self._group_per_user)
-        fields = {"platform": message.platform, "chat": message.chat_id, "user": message.user_id, "event_id": message.event_id}
         if not await self._store.inbox_accept(message.platform, message.event_id, str(key), message.to_dict()):
             self._metrics.duplicates.inc(message.platform)
-            log.info("inbound.duplicate", **fields)
+            log.info("inbound.duplicate", platform=message.platform, chat=message.chat_id, user=message.user_id,
+                     event_id=message.event_id)  # fmt: skip
             return
+        await self._route(message, key, replay=False)
+
+    async def _route(self, message: InboundMessage, key: SessionKey, *, replay: bool) -> None:
+        """Steps 2 to 6 for a recorded message: ignore it, offer pairing, answer a command, or queue a turn."""
+        fields = {"platform": message.platform, "chat": message.chat_id, "user": message.user_id, "event_id": message.event_id}
         place = self._access.where(message)
         if not place.allowed:
             await self._ignore(message, place.reason, fields)
@@ -108,9 +117,10 @@ class Intake:
         if command is not None:
             self._spawn_command(command, message, key)
             return
-        await self._open.wait()
+        if not replay:
+            await self._open.wait()
         self._lanes.submit(str(key), message)
-        log.info("inbound.accepted", session_key=str(key), chars=len(message.text), attachments=len(message.attachments),
+        log.info("inbound.replayed_message" if replay else "inbound.accepted", session_key=str(key), chars=len(message.text), attachments=len(message.attachments),
                  **fields)  # fmt: skip
 
     async def _ignore(self, message: InboundMessage, reason: str, fields: dict[str, str]) -> None:
@@ -118,10 +128,10 @@ class Intake:
         log.debug("inbound.ignored", reason=reason, **fields)
         await self._store.inbox_mark_done(message.platform, message.event_id)
 
-    def _spawn_command(self, command: object, message: InboundMessage, key: object) -> None:
+    def _spawn_command(self, command: Command, message: InboundMessage, key: SessionKey) -> None:
         async def run() -> None:
             try:
-                await self._commands.handle(command, message, key)  # type: ignore[arg-type]
+                await self._commands.handle(command, message, key)
             finally:
                 await self._store.inbox_mark_done(message.platform, message.event_id)
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 from adapters.base import RateLimited
 from gateway.access import AccessPolicy
-from gateway.events import ChatType, Markup
+from gateway.events import ChatType, InboundMessage, Markup
 from gateway.turns import INTERRUPTED_RESULT, NOTHING_TO_ADD
-from storage import NewMessage, ToolCallRecord
+from storage import NewMessage, Store, ToolCallRecord
 from tests.fakes.model_server import ModelServer, Text, Timeout
-from tests.gateway.conftest import GatewayFactory
+from tests.gateway.conftest import GatewayFactory, spoken
 
 
 async def eventually(predicate, *, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
@@ -167,6 +168,29 @@ async def test_a_burst_of_messages_from_a_stranger_gets_one_pairing_code(
             await asyncio.sleep(0.02)
     assert len(running.adapter.sent) == 1
     assert len(await running.store.pairing.pending(now=time.time())) == 1
+
+
+async def test_messages_replayed_after_a_crash_pass_the_access_and_command_checks_again(
+    start_gateway: GatewayFactory, model_server: ModelServer, tmp_path: Path
+) -> None:
+    def left_over(n: int, text: str, user: str, chat_type: ChatType = ChatType.DM) -> InboundMessage:
+        return InboundMessage(platform="loopback", event_id=f"before-{n}", chat_id=f"chat-{user}", chat_type=chat_type,
+                              user_id=user, text=text)  # fmt: skip
+
+    home = tmp_path / "home"
+    home.mkdir()
+    store = await Store.open(home / "state.db")  # accepted, then the process died before handling them
+    for message in (left_over(1, "let me in", "stranger"), left_over(2, "hello all", "friend", ChatType.GROUP),
+                    left_over(3, "/whoami", "friend"), left_over(4, "what time is it?", "friend")):  # fmt: skip
+        await store.inbox_accept(message.platform, message.event_id, "loopback:dm:x", message.to_dict())
+    await store.close()
+    running = await start_gateway(policy=AccessPolicy(allowed_users=frozenset({"friend"})), home=home)
+    async with asyncio.timeout(30):
+        while await running.store.inbox_unfinished():
+            await asyncio.sleep(0.02)
+    assert "pairing code" in running.adapter.texts("chat-stranger")[0]  # offered a code, not answered
+    assert any("loopback user id: friend" in text for text in running.adapter.texts("chat-friend"))  # /whoami
+    assert [spoken(r.body["messages"][-1]["content"][0]["text"]) for r in model_server.requests] == ["what time is it?"]
 
 
 async def test_whoami_works_for_strangers(start_gateway: GatewayFactory) -> None:
