@@ -45,3 +45,11 @@ def parse_command(text: str, *, bot_username: str | None = None) -> Command | No
     if name not in KNOWN:
         return None
     return Command(name=name, args=rest.strip())
+
+
+def for_another_bot(text: str, *, bot_username: str | None) -> bool:
+    """True for ``/anything@other_bot``: in a group, a message meant for another bot, which ours leaves alone."""
+    if not bot_username or not text.lstrip().startswith("/"):
+        return False
+    match = _COMMAND.match(text.strip())
+    return bool(match and match.group(2) and match.group(2).lower() != bot_username.lower().lstrip("@"))

@@ -4,15 +4,15 @@ In order, each step with a reason in the log:
 
 1. the event is written to the durable inbox (a redelivered event is
    recognised here and skipped) - only then does the adapter acknowledge it;
-2. the place: bots, unmentioned group messages and chats outside the
-   allowlists are ignored;
+2. the place: bots, unmentioned group messages, chats outside the
+   allowlists and commands addressed to another bot (``/help@other_bot``) are ignored;
 3. ``/whoami`` is answered for anyone, so a stranger can learn their ids;
 4. the person: unknown users in DMs get a pairing code, elsewhere they are ignored;
 5. other commands are answered at once, even while a turn runs;
 6. everything else goes onto its session's lane.
 
-Messages accepted before a restart but never finished are handed back in
-arrival order by :meth:`Intake.replay` before new ones are let through.
+Messages accepted before a restart but never finished go through steps 2 - 6
+again, in arrival order, in :meth:`Intake.replay` before new ones are let through.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import structlog
 
 from gateway.access import AccessControl, Verdict
 from gateway.command_handlers import CommandHandlers
-from gateway.commands import Command, parse_command
+from gateway.commands import Command, for_another_bot, parse_command
 from gateway.delivery import Delivery
 from gateway.events import InboundMessage
 from gateway.lanes import Lanes
@@ -98,7 +98,11 @@ class Intake:
         if not place.allowed:
             await self._ignore(message, place.reason, fields)
             return
-        command = parse_command(message.text, bot_username=self._bot_username(message.platform))
+        bot_username = self._bot_username(message.platform)
+        command = parse_command(message.text, bot_username=bot_username)
+        if command is None and for_another_bot(message.text, bot_username=bot_username):
+            await self._ignore(message, "a command addressed to another bot", fields)
+            return
         if command is not None and command.name == "whoami":
             self._spawn_command(command, message, key)
             return
@@ -156,7 +160,7 @@ class Intake:
 
 def _reason_label(reason: str) -> str:
     """A short, bounded label for the metric (the full reason goes to the log)."""
-    for label in ("bot", "mention", "allowed chats", "allowed servers", "not allowed"):
+    for label in ("another bot", "bot", "mention", "allowed chats", "allowed servers", "not allowed"):
         if label in reason:
             return label.replace(" ", "_")
     return "other"

@@ -140,6 +140,16 @@ async def test_group_messages_need_a_mention(start_gateway: GatewayFactory, mode
     assert len(model_server.requests) == 1
 
 
+async def test_a_command_for_another_bot_is_left_alone(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway(policy=AccessPolicy(allow_all=True, require_mention=False))
+    for text in ("/status@other_bot", "/summarize@other_bot the last hour", "/help@LoopBot", "hello"):
+        await running.adapter.inject(text, chat_type=ChatType.GROUP, chat_id="g")
+    await running.adapter.wait_sent(2)
+    await asyncio.sleep(0.2)
+    assert [spoken(r.body["messages"][-1]["content"][0]["text"]) for r in model_server.requests] == ["hello"]
+    assert len(running.adapter.sent) == 2 and any(text.startswith("Commands:") for text in running.adapter.texts())
+
+
 async def test_unknown_users_get_a_pairing_code_and_can_be_approved(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
     running = await start_gateway(policy=AccessPolicy())
     await running.adapter.inject("hi", user_id="stranger")
