@@ -107,8 +107,16 @@ class CommandHandlers:
         return "\n".join(lines)
 
     async def _compress(self, command: Command, message: InboundMessage, key: SessionKey) -> str:
-        if self._lanes.is_busy(str(key)):
-            return "I'm in the middle of a reply; send /compress again when it's done."
+        async with self._lanes.exclusive(str(key)) as held:
+            if not held:
+                return "I'm in the middle of a reply; send /compress again when it's done."
+            # Messages sent meanwhile wait on the lane, so none can land in the parent after the split.
+            return await self._compact(command, key)
+
+    async def _compact(self, command: Command, key: SessionKey) -> str:
+        record = await self._store.find_open_session(str(key))
+        if record is None or record.message_count < 4:
+            return "This conversation is still short; there is nothing to summarise yet."
         conversation = await self._conversations.open(key)
         if len(conversation.history) < 5:
             return "This conversation is still short; there is nothing to summarise yet."

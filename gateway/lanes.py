@@ -8,7 +8,10 @@ lane:
 * a message arriving while the session's turn runs waits and is coalesced into
   the next turn (``busy: queue``), or cancels the running turn so the next one
   starts at once with everything pending (``busy: interrupt``);
-* ``stop()`` cancels the running turn (``/stop``).
+* ``stop()`` cancels the running turn (``/stop``), or drops the messages still
+  waiting out the debounce window;
+* ``exclusive()`` holds an idle lane for work that rewrites the session
+  (``/compress``): messages arriving meanwhile queue and run after it.
 
 An idle lane is dropped as soon as its queue is empty, so the lane map never
 grows with the number of sessions ever seen.
@@ -17,8 +20,9 @@ grows with the number of sessions ever seen.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
@@ -42,6 +46,8 @@ class _Lane(Generic[T]):
     worker: asyncio.Task[None] | None = None
     turn: asyncio.Task[None] | None = None
     queued_at: float = 0.0
+    held: bool = False
+    free: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class Lanes(Generic[T]):
@@ -90,17 +96,51 @@ class Lanes(Generic[T]):
             lane.turn.cancel()
 
     def stop(self, key: str) -> bool:
-        """Cancel the running turn of ``key``. True if one was running."""
+        """Cancel the running turn of ``key``, or drop the messages waiting to start one. True if either."""
         lane = self._lanes.get(key)
-        if lane is None or lane.turn is None or lane.turn.done():
+        if lane is None:
             return False
-        lane.turn.cancel()
+        if lane.turn is not None and not lane.turn.done():
+            lane.turn.cancel()
+            return True
+        if not lane.pending:
+            return False
+        # Still in the debounce window (or held): the turn these would start is the one to stop.
+        batch, lane.pending = lane.pending, []
+        if self._on_cancelled is not None:
+            self._tracker.spawn(self._on_cancelled(key, batch), name=f"stopped:{key}")
         return True
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self, key: str) -> AsyncIterator[bool]:
+        """Hold the lane of ``key`` while the block runs: no turn starts until it ends.
+
+        Yields False, holding nothing, when a turn is running or the lane is held already.
+        """
+        lane = self._lanes.get(key)
+        if lane is not None and (lane.held or (lane.turn is not None and not lane.turn.done())):
+            yield False
+            return
+        if lane is None:
+            lane = self._lanes[key] = _Lane(key=key, queued_at=time.monotonic())
+        lane.held = True
+        lane.free.clear()
+        try:
+            yield True
+        finally:
+            lane.held = False
+            lane.free.set()
+            if lane.worker is None and not lane.pending and self._lanes.get(key) is lane:
+                del self._lanes[key]
 
     async def _work(self, lane: _Lane[T]) -> None:
         try:
             while lane.pending:
                 await self._settle(lane)
+                if lane.held:
+                    await lane.free.wait()
+                if not lane.pending:
+                    continue  # stopped before the turn began
                 batch, lane.pending = lane.pending, []
                 lane.arrived.clear()
                 lane.turn = asyncio.create_task(self._run_turn(lane.key, batch), name=f"turn:{lane.key}")
@@ -123,7 +163,7 @@ class Lanes(Generic[T]):
                     lane.turn = None
         finally:
             lane.worker = None
-            if not lane.pending and self._lanes.get(lane.key) is lane:
+            if not lane.pending and not lane.held and self._lanes.get(lane.key) is lane:
                 del self._lanes[lane.key]
 
     async def _settle(self, lane: _Lane[T]) -> None:

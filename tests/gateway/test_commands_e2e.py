@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.fakes.model_server import ModelServer, RequestRecord, Text
-from tests.gateway.conftest import GatewayFactory
+from tests.fakes.model_server import ModelServer, RequestRecord, Text, Timeout
+from tests.gateway.conftest import GatewayFactory, Running
 
 
 def is_summary(record: RequestRecord) -> bool:
@@ -51,12 +51,7 @@ async def test_new_starts_a_fresh_session(start_gateway: GatewayFactory, model_s
 async def test_compress_with_a_focus_summarises_and_splits(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
     running = await start_gateway({"compression": {"protect_last_n": 2}, "model": {"context_length": 20000}})
     model_server.responder = lambda r: Text("## Goal\nthe database") if is_summary(r) else Text("ok " + "text " * 200)
-    for index in range(6):
-        await running.adapter.inject(f"step {index}: " + "words " * 400)
-        await running.adapter.wait_sent(index + 1)
-    async with asyncio.timeout(30):  # the last turn finishes just after its reply is sent
-        while running.gateway.lanes.running():
-            await asyncio.sleep(0.02)
+    await fill_a_long_conversation(running, model_server)
     await running.adapter.inject("/compress the database migration")
     await running.adapter.wait_sent(7)
     reply = running.adapter.texts()[-1]
@@ -68,8 +63,6 @@ async def test_compress_with_a_focus_summarises_and_splits(start_gateway: Gatewa
 
 
 async def test_commands_are_answered_while_a_turn_runs(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
-    from tests.fakes.model_server import Timeout
-
     running = await start_gateway()
     model_server.script(Timeout(seconds=3))
     await running.adapter.inject("slow one")
@@ -78,3 +71,38 @@ async def test_commands_are_answered_while_a_turn_runs(start_gateway: GatewayFac
     await running.adapter.inject("/status")
     (status,) = await running.adapter.wait_sent(1)
     assert "answering now" in status.text
+
+
+async def fill_a_long_conversation(running: Running, model_server: ModelServer) -> None:
+    for index in range(6):
+        await running.adapter.inject(f"step {index}: " + "words " * 400)
+        await running.adapter.wait_sent(index + 1)
+    async with asyncio.timeout(30):  # the last turn finishes just after its reply is sent
+        while running.gateway.lanes.running():
+            await asyncio.sleep(0.02)
+
+
+async def test_a_message_sent_during_compress_lands_in_the_summarised_session(
+    start_gateway: GatewayFactory, model_server: ModelServer
+) -> None:
+    running = await start_gateway({"compression": {"protect_last_n": 2}, "model": {"context_length": 20000}})
+    model_server.responder = lambda r: Text("ok " + "text " * 200)
+    await fill_a_long_conversation(running, model_server)
+    model_server.responder = lambda r: Timeout(seconds=1.0) if is_summary(r) else Text("noted")
+    await running.adapter.inject("/compress")
+    async with asyncio.timeout(30):
+        while not any(is_summary(r) for r in model_server.requests):
+            await asyncio.sleep(0.01)
+    await running.adapter.inject("one more thing")  # arrives while the summary is being written
+    await running.adapter.wait_sent(8)
+    assert running.adapter.texts()[6].startswith("Summarised ") and running.adapter.texts()[7] == "noted"
+    (child,) = [s for s in await running.store.list_sessions() if s.end_reason is None]
+    assert "one more thing" in [m.content for m in await running.store.load_messages(child.id)][-2]
+
+
+async def test_compress_in_a_new_chat_starts_no_session(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
+    running = await start_gateway()
+    await running.adapter.inject("/compress")
+    (reply,) = await running.adapter.wait_sent(1)
+    assert "still short" in reply.text
+    assert await running.store.list_sessions() == [] and not model_server.requests

@@ -155,3 +155,48 @@ async def test_shutdown_cancels_the_running_turn_without_treating_it_as_stopped(
     await tracker.drain(timeout=0.05)  # what still runs after the drain timeout is cancelled
     assert turns.cancelled == [["x"]] and stopped == [] and turns.batches == []
     assert len(tracker) == 0
+
+
+async def test_a_held_lane_starts_no_turn_until_released() -> None:
+    tracker = TaskTracker()
+    turns = Turns()
+    lanes: Lanes[str] = Lanes(turns, tracker)
+    async with lanes.exclusive("a") as held:
+        assert held
+        async with lanes.exclusive("a") as again:
+            assert not again  # one holder at a time
+        lanes.submit("a", "sent while held")
+        lanes.submit("b", "other session")
+        await asyncio.sleep(0.05)
+        assert turns.batches == [("b", ["other session"])]
+    await settle(tracker)
+    assert turns.batches[-1] == ("a", ["sent while held"]) and len(lanes) == 0
+    turns.hold.clear()
+    turns.started.clear()
+    lanes.submit("a", "slow")
+    await turns.started.wait()
+    async with lanes.exclusive("a") as held:
+        assert not held  # a turn is running
+    turns.hold.set()
+    await settle(tracker)
+    async with lanes.exclusive("c") as held:
+        assert held
+    assert len(lanes) == 0  # holding an idle session leaves nothing behind
+
+
+async def test_stop_during_the_debounce_window_drops_the_waiting_messages() -> None:
+    tracker, turns = TaskTracker(), Turns()
+    stopped: list[list[str]] = []
+
+    async def on_cancelled(key: str, batch: list[str]) -> None:
+        stopped.append(batch)
+
+    lanes: Lanes[str] = Lanes(turns, tracker, debounce=0.3, on_cancelled=on_cancelled)
+    lanes.submit("s", "first")
+    lanes.submit("s", "second")
+    assert lanes.stop("s") is True
+    await settle(tracker)
+    assert stopped == [["first", "second"]] and turns.batches == [] and len(lanes) == 0
+    lanes.submit("s", "after")  # the session goes on as usual
+    await settle(tracker)
+    assert turns.batches == [("s", ["after"])]
