@@ -203,6 +203,17 @@ async def test_messages_replayed_after_a_crash_pass_the_access_and_command_check
     assert [spoken(r.body["messages"][-1]["content"][0]["text"]) for r in model_server.requests] == ["what time is it?"]
 
 
+async def test_a_message_with_half_an_emoji_is_stored_and_answered(
+    start_gateway: GatewayFactory, model_server: ModelServer
+) -> None:
+    running = await start_gateway()
+    await running.adapter.inject("half an emoji \ud83d here", user_name="Ann \ude00")
+    (reply,) = await running.adapter.wait_sent(1)
+    assert "half an emoji \ufffd here" in reply.text
+    (session,) = await running.store.list_sessions()
+    assert "half an emoji \ufffd here" in (await running.store.load_messages(session.id))[0].content
+
+
 async def test_whoami_works_for_strangers(start_gateway: GatewayFactory) -> None:
     running = await start_gateway(policy=AccessPolicy())
     await running.adapter.inject("/whoami", user_id="u42", user_name="Ada")
