@@ -42,7 +42,7 @@ MAX_QUERY_LENGTH: Final = 1000
 _OPERATORS: Final = frozenset({"AND", "OR", "NOT"})
 _CHUNK: Final = re.compile(r'"([^"]*)"|([^\s"]+)')
 _WORD_CHARS: Final = re.compile(r"[^\W_]+")
-_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")  # FTS5 reads a NUL as the end of the query
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")  # FTS5 reads a NUL as the end of the query; SQLite takes no lone surrogate
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
     listing = _command(commands, "list", "the newest sessions first", list_command)
     listing.add_argument("--platform", help="only this platform (telegram, discord, slack)")
-    listing.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    listing.add_argument("--limit", type=_positive, default=50, help="at most this many (default 50)")
 
     show = _command(commands, "show", "a session's details and messages", show_command)
     show.add_argument("session_id", metavar="ID")
@@ -50,7 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     search = _command(commands, "search", "full-text search over every message", search_command)
     search.add_argument("query", nargs="+", metavar="QUERY", help='words, "a phrase", prefix*, OR, NOT')
     search.add_argument("--platform", help="only this platform")
-    search.add_argument("--limit", type=int, default=20, help="at most this many hits (default 20)")
+    search.add_argument("--limit", type=_positive, default=20, help="at most this many hits (default 20)")
 
     lineage = _command(commands, "lineage", "the chain a session belongs to, root first", lineage_command)
     lineage.add_argument("session_id", metavar="ID")
@@ -153,6 +153,17 @@ def export_command(args: argparse.Namespace) -> int:
 
 
 # -- plumbing ------------------------------------------------------------------------------------
+
+
+def _positive(text: str) -> int:
+    """``--limit``: a whole number of at least 1 (argparse reports anything else as a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _run(args: argparse.Namespace, command: Callable[[Store | None], Awaitable[int]]) -> int:

@@ -91,6 +91,18 @@ def test_search(stored: dict[str, str], capsys: pytest.CaptureFixture[str]) -> N
     assert "No messages match 'no such thing'." in capsys.readouterr().out
 
 
+def test_a_limit_below_one_is_a_usage_error(stored: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (("sessions", "list", "--limit", "-1"), ("sessions", "search", "train", "--limit", "0")):
+        with pytest.raises(SystemExit) as exited:
+            run_cli(*argv)
+        assert exited.value.code == 2 and "must be at least 1" in capsys.readouterr().err
+
+
+def test_a_query_from_undecodable_shell_bytes_is_searched(stored: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli("sessions", "search", "train\udcff", "--json") == 0  # how Python hands over a stray 0xff byte
+    assert stored["tg"] in capsys.readouterr().out
+
+
 def test_lineage(stored: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli("sessions", "lineage", stored["child"], "--json") == 0
     assert [s["id"] for s in json.loads(capsys.readouterr().out)] == [stored["tg"], stored["child"]]

@@ -89,10 +89,14 @@ async def test_punctuation_and_operators(store: Store, corpus: dict[str, int], q
 @pytest.mark.parametrize(
     "query",
     ['"', '""', "*", "-", ":", "AND", "OR NOT", "(", ")", "^", "content:staging", "NEAR(a b)", "{content}: x",
-     "a\x00b", "   ", "", "\\", "'", "*deploy", "de*ploy", "++", "\u200b"],
+     "a\x00b", "   ", "", "\\", "'", "*deploy", "de*ploy", "++", "\u200b", "deploy\udcff", "\ud83d"],
 )  # fmt: skip
 async def test_hostile_queries_never_raise(store: Store, corpus: dict[str, int], query: str) -> None:
     await store.search(query)
+
+
+async def test_half_of_a_surrogate_pair_in_a_query_is_dropped(store: Store, corpus: dict[str, int]) -> None:
+    assert ids(await store.search("staging\udcff")) == ids(await store.search("staging")) != set()
 
 
 async def test_column_filter_syntax_is_taken_literally(store: Store, corpus: dict[str, int]) -> None:
