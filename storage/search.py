@@ -17,6 +17,7 @@ terms are never searched as substrings (only as words or ``prefix*``).
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any, Final
 
 import aiosqlite
@@ -104,7 +105,7 @@ def _readable_calls(tool_calls_json: str | None) -> str | None:
 def _pattern(needles: tuple[Needle, ...]) -> re.Pattern[str] | None:
     alternatives = []
     for needle in sorted(needles, key=lambda n: len(n.text), reverse=True):
-        text = re.escape(needle.text)
+        text = re.escape(fold(needle.text))
         if needle.cjk:
             alternatives.append(text)
         elif needle.substring:  # the whole word it was found inside
@@ -115,13 +116,40 @@ def _pattern(needles: tuple[Needle, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
 
 
+class _Folding(dict[int, int]):
+    """For ``str.translate``: a character's code -> the code of its letter without accents (é -> e), found once."""
+
+    def __missing__(self, code: int) -> int:
+        parts = unicodedata.normalize("NFD", chr(code))
+        base = ord(parts[0]) if len(parts) > 1 and all(unicodedata.combining(part) for part in parts[1:]) else code
+        self[code] = base
+        return base
+
+
+_FOLDING: Final = _Folding()
+
+
+def fold(text: str) -> str:
+    """``text`` with accents taken off letter by letter, as the index's tokenizer does; the same length,
+    so a position in it is the same position in ``text``."""
+    return text if text.isascii() else text.translate(_FOLDING)
+
+
+def _highlight(window: str, pattern: re.Pattern[str]) -> str:
+    parts, done = [], 0
+    for match in pattern.finditer(fold(window)):
+        parts += [window[done : match.start()], HIGHLIGHT[0], window[match.start() : match.end()], HIGHLIGHT[1]]
+        done = match.end()
+    return "".join(parts) + window[done:]
+
+
 def snippet(texts: tuple[str | None, ...], needles: tuple[Needle, ...]) -> str:
     """An excerpt of the first text where a needle occurs, needles highlighted; else the start of the first text."""
     pattern = _pattern(needles)
     for text in texts:
         if not text or pattern is None:
             continue
-        match = pattern.search(text)
+        match = pattern.search(fold(text))
         if match is not None:
             return _excerpt(text, match.start(), pattern)
     first = next((text for text in texts if text), "")
@@ -139,5 +167,5 @@ def _excerpt(text: str, position: int, pattern: re.Pattern[str] | None) -> str:
         end = space if space > position else end
     window = " ".join(text[start:end].split())
     if pattern is not None:
-        window = pattern.sub(lambda m: f"{HIGHLIGHT[0]}{m.group()}{HIGHLIGHT[1]}", window)
+        window = _highlight(window, pattern)
     return (_ELLIPSIS if start > 0 else "") + window + (_ELLIPSIS if end < len(text) else "")

@@ -50,6 +50,16 @@ async def test_plain_word_finds_messages_with_snippet_and_session(store: Store, 
     assert session is not None and session.title == "deploys"
 
 
+async def test_accents_are_ignored_both_ways_and_the_excerpt_marks_the_word_as_written(store: Store) -> None:
+    session = await new_session(store, "telegram:2")
+    await store.append_messages(session.id, [NewMessage("user", "filler " * 30 + "Le service est Déployé à Zürich"),
+                                             NewMessage("user", "the cafe on the corner")])  # fmt: skip
+    (hit,) = await store.search("deploye zurich")
+    assert hit.snippet.endswith(f"{OPEN}Déployé{CLOSE} à {OPEN}Zürich{CLOSE}")
+    (hit,) = await store.search("café")
+    assert f"{OPEN}cafe{CLOSE}" in hit.snippet
+
+
 async def test_prefix_query(store: Store, corpus: dict[str, int]) -> None:
     assert ids(await store.search("deploy*")) == {corpus["question"], corpus["call"], corpus["result"],
                                                   corpus["production"]}  # fmt: skip
