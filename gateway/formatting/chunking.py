@@ -83,7 +83,11 @@ class _Target:
             while shared < min(len(old), len(new)) and old[shared] == new[shared]:
                 shared += 1
             closes = "".join(self.dialect.close(wrap) for wrap in reversed(old[shared:]))
-            found = self._moves[key] = (closes, "".join(self.dialect.open(wrap) for wrap in new[shared:]))
+            opens = "".join(self.dialect.open(wrap) for wrap in new[shared:])
+            if closes and opens and closes[-1] == opens[0] and opens[0] in _RUN_MARKERS:
+                # "**a**" then "*b*" would read "**a***b*", which Discord takes as bold "a*": keep them apart.
+                opens = _MARKER_GAP + opens
+            found = self._moves[key] = (closes, opens)
         return found
 
     def move_size(self, old: Stack, new: Stack) -> int:
@@ -126,6 +130,12 @@ class _Target:
             after_text = piece.brk is None and piece.kind != Kind.MARKUP
         out.append(self.move(current, ())[0])
         return "".join(out)
+
+
+_RUN_MARKERS: Final = frozenset("*_~|")
+"""Marker characters that merge with a neighbouring marker of the same character."""
+_MARKER_GAP: Final = "\u200b"
+"""A zero-width space: invisible, and it ends a run of marker characters."""
 
 
 def _prose(stack: Stack) -> bool:

@@ -5,7 +5,12 @@ Discord renders most of what models write, so formatting passes through:
 code with its language, ``[text](url)`` links, ``>`` quotes, ``-`` lists and
 ``#``/``##``/``###`` headings (deeper headings become bold lines). Characters the
 model did *not* mean as formatting (the ``_`` in ``snake_case_name``, the ``*`` in
-``2*3*4``) get a backslash, which Discord hides. Bare URLs are never escaped.
+``2*3*4``) get a backslash, which Discord hides. So do every ``#`` and ``>`` of the
+text, so that a line the model did not mean as a heading, subtext or quote (its
+``\\# not a heading``) is not shown as one. Escaping is character by character
+(the chunker sizes text a character at a time), so a ``-``, ``+`` or ``1.`` that
+starts a line of text is left as it is: at worst a line shows as a list item.
+Bare URLs are never escaped.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from gateway.events import Markup
 from gateway.formatting.dialect import Dialect, Stack, quote_lines
 from gateway.formatting.layout import Kind, Wrap, WrapKind
 
-_ESCAPES: Final = str.maketrans({char: "\\" + char for char in "\\*_~`|[]"})
+_ESCAPES: Final = str.maketrans({char: "\\" + char for char in "\\*_~`|[]#>"})
 _URL_ESCAPES: Final = str.maketrans({"(": "%28", ")": "%29", "<": "%3C", ">": "%3E", " ": "%20"})
 _FENCE_BREAK: Final = str.maketrans({"`": "`\u200b"})
 _MARKERS: Final = {

@@ -137,7 +137,7 @@ def test_cjk_emphasis_without_spaces() -> None:
 def test_discord_passes_formatting_through() -> None:
     source = "**b** *i* ~~s~~ ||sp|| `c` [l](https://a.b) > no\n\n> quote\n\n- item\n  - sub\n1. one"
     assert discord(source) == (
-        "**b** *i* ~~s~~ ||sp|| `c` [l](https://a.b) > no\n\n> quote\n\n- item\n  - sub\n\n1. one"
+        "**b** *i* ~~s~~ ||sp|| `c` [l](https://a.b) \\> no\n\n> quote\n\n- item\n  - sub\n\n1. one"
     )
 
 
@@ -149,6 +149,19 @@ def test_discord_headings_and_code() -> None:
 def test_discord_escapes_only_what_was_not_formatting() -> None:
     assert discord("snake_case_name 2*3*4 a|b") == "snake\\_case\\_name 2\\*3\\*4 a\\|b"
     assert discord("see https://x.y/a_b_c*d") == "see https://x.y/a_b_c*d"
+
+
+def test_discord_text_that_would_start_a_heading_or_quote_is_escaped() -> None:
+    source = "\\# not a heading\n\\> not a quote\n-# not small"
+    assert discord(source) == "\\# not a heading\n\\> not a quote\n-\\# not small"
+    assert discord("# Heading\n\n> quote\n\n- item\n\n1. one") == "# Heading\n\n> quote\n\n- item\n\n1. one"
+
+
+def test_adjacent_markers_of_the_same_character_are_kept_apart() -> None:
+    assert discord("**a**_b_") == "**a**\u200b*b*"  # not "**a***b*", which Discord reads as bold "a*"
+    assert discord("*a***b**") == "*a*\u200b**b**"
+    assert discord("**a** *b*") == "**a** *b*"  # a space already separates them
+    assert discord("***a***") == "***a***"
 
 
 def test_discord_code_that_contains_a_fence_cannot_end_the_block() -> None:
