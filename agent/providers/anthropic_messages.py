@@ -65,6 +65,8 @@ def to_anthropic(request: ModelRequest) -> dict[str, Any]:
             {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
             for tool in request.tools
         ]
+        if request.tools_off:
+            params["tool_choice"] = {"type": "none"}
     return params
 
 
@@ -99,8 +101,13 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _text_blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, list):
-        return [dict(block) for block in content if block.get("type") != "text" or block.get("text")]
-    return [{"type": "text", "text": content}] if content else []
+        return [dict(block) for block in content if block.get("type") != "text" or _visible(block.get("text"))]
+    # The API refuses a text block of nothing but whitespace (a blank answer stored earlier, say).
+    return [{"type": "text", "text": content}] if _visible(content) else []
+
+
+def _visible(text: Any) -> bool:
+    return bool(text) and not str(text).isspace()
 
 
 def _text(content: Any) -> str:

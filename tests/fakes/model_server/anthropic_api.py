@@ -28,14 +28,24 @@ class AnthropicDialect:
         """Flattened prompt blocks (tools, system, messages)."""
         return anthropic_blocks(body)
 
-    def validate(self, blocks: Sequence[PromptBlock]) -> ErrorReply | None:
-        """Reject more cache breakpoints than the real service allows."""
+    def validate(self, body: Mapping[str, Any], blocks: Sequence[PromptBlock]) -> ErrorReply | None:
+        """Reject what the real service rejects with a 400: more cache breakpoints than it allows, a text
+        block of nothing but whitespace, and tool_use / tool_result blocks in a request without tools."""
         found = sum(1 for block in blocks if block.is_breakpoint)
-        if found <= MAX_BREAKPOINTS:
-            return None
-        return InvalidRequest(
-            message=f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {found}."
-        )
+        if found > MAX_BREAKPOINTS:
+            return InvalidRequest(
+                message=f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {found}."
+            )
+        tool_blocks = False
+        for index, message in enumerate(body.get("messages") or ()):
+            content = message.get("content")
+            for block in content if isinstance(content, list) else [{"type": "text", "text": content}]:
+                if block.get("type") == "text" and not str(block.get("text") or "").strip():
+                    return InvalidRequest(message=f"messages.{index}: text content blocks must contain non-whitespace text")
+                tool_blocks = tool_blocks or block.get("type") in ("tool_use", "tool_result")
+        if tool_blocks and not body.get("tools"):
+            return InvalidRequest(message="Requests which include `tool_use` or `tool_result` blocks must define tools.")
+        return None
 
     def usage(self, figures: CacheFigures, turn: Turn) -> dict[str, Any]:
         """The ``usage`` object for a finished turn."""

@@ -28,7 +28,7 @@ class OpenAIDialect:
         """Flattened prompt blocks (tools, then whole messages)."""
         return openai_blocks(body)
 
-    def validate(self, blocks: Sequence[PromptBlock]) -> ErrorReply | None:
+    def validate(self, body: Mapping[str, Any], blocks: Sequence[PromptBlock]) -> ErrorReply | None:
         """OpenAI has no request-shape checks in this fake."""
         return None
 

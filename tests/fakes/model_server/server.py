@@ -49,7 +49,7 @@ class Dialect(Protocol):
 
     def blocks(self, body: Mapping[str, Any]) -> list[PromptBlock]: ...
 
-    def validate(self, blocks: Sequence[PromptBlock]) -> ErrorReply | None: ...
+    def validate(self, body: Mapping[str, Any], blocks: Sequence[PromptBlock]) -> ErrorReply | None: ...
 
     def usage(self, figures: CacheFigures, turn: Turn) -> dict[str, Any]: ...
 
@@ -228,7 +228,7 @@ class ModelServer:
         return None if body_ok else InvalidRequest(message="request body must be a JSON object")
 
     def _prompt_rejection(self, record: RequestRecord, dialect: Dialect) -> ErrorReply | None:
-        invalid = dialect.validate(record.blocks)
+        invalid = dialect.validate(record.body, record.blocks)
         if invalid is not None:
             return invalid
         limit = self._context_limit_for(record.model)
