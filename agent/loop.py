@@ -156,7 +156,7 @@ class _Turn:
             await self._run_tools(response.message.tool_calls)
         log.warning("turn.budget_exhausted", iterations=settings.max_iterations)
         note = f"{self.ephemeral}\n\n{BUDGET_NOTE}" if self.ephemeral else BUDGET_NOTE
-        response = await self._call_model([], note)
+        response = await self._call_model(self.loop._tools.specs(), note, tools_off=True)
         await self._append(response.message)
         self.result.reply = response.message.content
         return self._finish("budget_exhausted")
@@ -171,27 +171,28 @@ class _Turn:
             return self._reported + self._added_since_report
         return sum(self.loop._estimate(message) for message in self.history)
 
-    async def _call_model(self, tools: list[ToolSpec], ephemeral: str | None) -> ModelResponse:
+    async def _call_model(self, tools: list[ToolSpec], ephemeral: str | None, *, tools_off: bool = False) -> ModelResponse:
         await self._maybe_compact(force=False)
         try:
-            response = await self.loop._router.complete(self._request(tools, ephemeral))
+            response = await self.loop._router.complete(self._request(tools, ephemeral, tools_off))
         except ContextTooLongError as error:
             log.warning("turn.context_too_long", error=str(error), tokens=self._prompt_tokens())
             if not await self._maybe_compact(force=True):
                 raise ModelUnavailableError(_TOO_LONG, causes=[error]) from error
             try:
-                response = await self.loop._router.complete(self._request(tools, ephemeral))
+                response = await self.loop._router.complete(self._request(tools, ephemeral, tools_off))
             except ContextTooLongError as again:
                 raise ModelUnavailableError(_TOO_LONG, causes=[error, again]) from again
         await self._account(response)
         return response
 
-    def _request(self, tools: list[ToolSpec], ephemeral: str | None) -> ModelRequest:
+    def _request(self, tools: list[ToolSpec], ephemeral: str | None, tools_off: bool) -> ModelRequest:
         return ModelRequest(
             model=self.loop._router.primary.model,
             system=self.history[0].content,
             messages=self.history[1:],
             tools=tools,
+            tools_off=tools_off,
             max_tokens=self.loop._settings.max_tokens,
             cache_ttl=self.cache_ttl,
             ephemeral=ephemeral,

@@ -35,6 +35,10 @@ class ModelRequest:
     messages: Sequence[ChatMessage]
     """The conversation after the system prompt (no system messages)."""
     tools: Sequence[ToolSpec] = ()
+    tools_off: bool = False
+    """The tools are described but may not be called (``tool_choice: none``): the wrap-up call after the
+    step budget. Sending them keeps the request valid (Anthropic refuses tool blocks in a request
+    without tools) and the cached prefix, which starts with the tools, intact."""
     max_tokens: int = 4096
     cache_ttl: Ttl | None = None
     """None: no cache breakpoints. Otherwise the TTL of the breakpoints."""

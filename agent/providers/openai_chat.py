@@ -71,6 +71,8 @@ def to_openai(request: ModelRequest) -> dict[str, Any]:
             {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
             for t in request.tools
         ]
+        if request.tools_off:
+            params["tool_choice"] = "none"
     return params
 
 

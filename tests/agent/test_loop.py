@@ -108,15 +108,21 @@ async def test_a_hanging_tool_times_out_as_text(provider: AnthropicProvider, mod
     assert tool.content == "error: the hang tool did not finish within 0.2 seconds"
 
 
-async def test_step_budget_ends_with_a_reply_without_tools(provider: AnthropicProvider, model_server: ModelServer) -> None:
-    model_server.responder = lambda record: ToolUse("echo", {"text": "again"}) if record.body.get("tools") else Text("summary of progress")
+async def test_step_budget_ends_with_a_reply_that_may_not_call_tools(
+    provider: AnthropicProvider, model_server: ModelServer
+) -> None:
+    def respond(record: RequestRecord) -> ToolUse | Text:
+        return Text("summary of progress") if record.body.get("tool_choice") == {"type": "none"} else ToolUse("echo", {"text": "again"})
+
+    model_server.responder = respond
     result = await make_loop(provider, max_iterations=3).run(start(ChatMessage.user("loop forever")))
     assert result.outcome == "budget_exhausted"
     assert result.reply == "summary of progress"
     assert len(model_server.requests) == 4
-    last = model_server.requests[-1].body
-    assert "tools" not in last
-    assert BUDGET_NOTE in json.dumps(last["messages"][-1])
+    last = model_server.requests[-1]
+    # The tools are still described (the API refuses tool blocks without them; the cached prefix holds).
+    assert last.status == 200 and last.body["tools"] == model_server.requests[0].body["tools"]
+    assert BUDGET_NOTE in json.dumps(last.body["messages"][-1])
 
 
 async def test_cancel_leaves_no_call_without_a_result(provider: AnthropicProvider, model_server: ModelServer) -> None:
