@@ -3,7 +3,9 @@
 Both SDKs expose the same three families under the same names
 (``APITimeoutError``, ``APIConnectionError``, ``APIStatusError`` with
 ``status_code`` and response headers), so one mapping serves both; each
-provider passes its SDK module.
+provider passes its SDK module. An error reported inside a stream that had
+already started comes with status 200 (Anthropic) or as a bare ``APIError``
+(OpenAI-compatible servers); its kind is read from the error body.
 """
 
 from __future__ import annotations
@@ -13,7 +15,31 @@ from typing import Any
 
 from agent.errors import ContextTooLongError, ErrorKind, ProviderError
 
-_CONTEXT_WORDING = ("prompt is too long", "context_length_exceeded", "maximum context length", "context window", "too many tokens")
+_CONTEXT_WORDING = (
+    "prompt is too long",
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "too many tokens",
+    "exceed context limit",  # Anthropic: "input length and `max_tokens` exceed context limit"
+    "context size",  # llama.cpp: "the request exceeds the available context size"
+    "exceed_context_size",
+)
+# The error types an API names in an error body (Anthropic's ``error.type``; OpenAI-compatible ``type``/``code``).
+_KIND_FOR_TYPE = {
+    "overloaded_error": ErrorKind.OVERLOADED,
+    "rate_limit_error": ErrorKind.RATE_LIMIT,
+    "rate_limit_exceeded": ErrorKind.RATE_LIMIT,
+    "api_error": ErrorKind.SERVER,
+    "server_error": ErrorKind.SERVER,
+    "timeout_error": ErrorKind.TIMEOUT,
+    "authentication_error": ErrorKind.AUTH,
+    "permission_error": ErrorKind.AUTH,
+    "not_found_error": ErrorKind.NOT_FOUND,
+    "request_too_large": ErrorKind.CONTEXT_LENGTH,
+    "context_length_exceeded": ErrorKind.CONTEXT_LENGTH,
+    "invalid_request_error": ErrorKind.BAD_REQUEST,
+}
 
 
 def kind_for_status(status: int, text: str) -> ErrorKind:
@@ -33,6 +59,27 @@ def kind_for_status(status: int, text: str) -> ErrorKind:
     if status == 404:
         return ErrorKind.NOT_FOUND
     return ErrorKind.BAD_REQUEST
+
+
+def kind_for_body(body: Any, text: str) -> ErrorKind:
+    """The kind of an error reported inside a stream that had already started (HTTP 200), from its body.
+
+    Anthropic sends ``event: error`` (``overloaded_error`` and the like) and OpenAI-compatible routers a
+    ``{"error": {...}}`` chunk; with no status to go by, an unrecognised one counts as a server error,
+    which is retried and then falls back.
+    """
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        code = error.get("code")
+        if isinstance(code, int) and code >= 400:
+            return kind_for_status(code, text)
+        for key in ("type", "code"):
+            kind = _KIND_FOR_TYPE.get(str(error.get(key)))
+            if kind is ErrorKind.BAD_REQUEST and any(word in text.lower() for word in _CONTEXT_WORDING):
+                return ErrorKind.CONTEXT_LENGTH
+            if kind is not None:
+                return kind
+    return ErrorKind.SERVER
 
 
 def retry_after_seconds(headers: Any) -> float | None:
@@ -60,7 +107,8 @@ def translate(error: Exception, *, sdk: ModuleType, provider: str, model: str) -
         status = int(getattr(error, "status_code", 0) or 0)
         message = str(getattr(error, "message", "") or error)
         response = getattr(error, "response", None)
-        kind = kind_for_status(status, f"{message} {getattr(error, 'body', '')}")
+        text = f"{message} {getattr(error, 'body', '')}"
+        kind = kind_for_status(status, text) if status >= 400 else kind_for_body(getattr(error, "body", None), text)
         error_type = ContextTooLongError if kind is ErrorKind.CONTEXT_LENGTH else ProviderError
         return error_type(
             kind,
@@ -70,4 +118,10 @@ def translate(error: Exception, *, sdk: ModuleType, provider: str, model: str) -
             status=status,
             retry_after=retry_after_seconds(getattr(response, "headers", None)),
         )
+    if isinstance(error, sdk.APIError):  # an error event in a stream: no status, only a body
+        message = str(getattr(error, "message", "") or error)
+        text = f"{message} {getattr(error, 'body', '')}"
+        kind = kind_for_body(getattr(error, "body", None), text)
+        error_type = ContextTooLongError if kind is ErrorKind.CONTEXT_LENGTH else ProviderError
+        return error_type(kind, f"the model's stream failed: {message}", provider=provider, model=model)
     raise error

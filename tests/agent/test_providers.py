@@ -19,6 +19,7 @@ from agent.usage import PriceTable, Usage
 from tests.fakes.model_server import (
     AuthFailed,
     ContextTooLong,
+    InvalidRequest,
     ModelServer,
     Overloaded,
     RateLimited,
@@ -137,6 +138,24 @@ async def test_errors_are_translated(kind: str, model_server: ModelServer) -> No
     with pytest.raises(ContextTooLongError):
         await provider.complete(request_for(provider, [ChatMessage.user("hi")]))
     await provider.aclose()
+
+
+@pytest.mark.parametrize(
+    "wording",
+    ["input length and `max_tokens` exceed context limit: 197000 + 8192 > 200000, decrease input length or `max_tokens`",
+     "the request exceeds the available context size, try increasing it"],
+)  # fmt: skip
+async def test_other_context_overflow_wordings_are_recognised(provider: Provider, model_server: ModelServer, wording: str) -> None:
+    model_server.script(InvalidRequest(message=wording))
+    with pytest.raises(ContextTooLongError):
+        await provider.complete(request_for(provider, [ChatMessage.user("hi")]))
+
+
+async def test_a_request_may_describe_tools_without_allowing_a_call(provider: Provider, model_server: ModelServer) -> None:
+    model_server.script(Text("wrapping up"))
+    await provider.complete(request_for(provider, [ChatMessage.user("hi")], tools=TOOLS, tools_off=True))
+    body = model_server.last_request.body
+    assert body["tools"] and body["tool_choice"] == ({"type": "none"} if provider.name == "anthropic" else "none")
 
 
 class RecordingSleep:
