@@ -147,7 +147,10 @@ class Delivery:
             answered=[(m.platform, m.event_id) for m in answers],
             append=append,
         )
-        return [(record, await self._deliver(adapter, record)) for record in records]
+        # One reply's chunks go out together: another reply to the chat (a command's answer, another
+        # user's turn in a group) waits for the chat's lock instead of landing between them.
+        async with self._chat_locks.hold((platform, chat_id)):
+            return [(record, await self._deliver_held(adapter, record)) for record in records]
 
     async def edit_text(self, record: OutboxRecord | int, text: str) -> list[str]:
         """Replace the text of a delivered chunk (its outbox row or row id) with ``text`` (model Markdown).
@@ -222,11 +225,18 @@ class Delivery:
         return delivered
 
     async def _deliver(self, adapter: Adapter, record: OutboxRecord, *, resumed: bool = False) -> str | None:
+        async with self._chat_locks.hold((record.platform, record.chat_id)):
+            if resumed:
+                # Read again under the lock: a reply still being delivered (its turn stopped at
+                # shutdown) may have sent this chunk since the pending rows were listed.
+                record = await self._store.outbox_get(record.id) or record
+            return await self._deliver_held(adapter, record, resumed=resumed)
+
+    async def _deliver_held(self, adapter: Adapter, record: OutboxRecord, *, resumed: bool = False) -> str | None:
+        """Deliver a chunk, holding its chat's lock already."""
         if record.status == "sent" or (record.status == "failed" and record.platform_message_id is not None):
             return record.platform_message_id  # delivered (a failed row with an id is an edit given up)
-        chat = (record.platform, record.chat_id)
-        async with self._chat_locks.hold(chat):
-            return await self._attempts(adapter, record, chat, resumed=resumed)
+        return await self._attempts(adapter, record, (record.platform, record.chat_id), resumed=resumed)
 
     async def _attempts(
         self, adapter: Adapter, record: OutboxRecord, chat: tuple[str, str], *, resumed: bool = False

@@ -22,6 +22,7 @@ delivers the stored reply: every inbound message gets exactly one reply.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 import uuid
@@ -176,6 +177,7 @@ class TurnRunner:
         shared: bool,
     ) -> None:
         progress: ToolProgress | None = None
+        stopped = False
         try:
             async with self._slots:  # the agent's work only: delivering the reply (or progress) holds no slot
                 history = await self._repair_tail(ref, history)
@@ -183,11 +185,16 @@ class TurnRunner:
                 history = await self._hygiene(ref, conversation, history, batch[0])
                 progress = self._progress_for(turn_id, batch[0])
                 reply, stored_with_reply = await self._reply(ref, conversation, history, batch, started, shared, progress)
+        except asyncio.CancelledError:
+            stopped = True
+            raise
         finally:
             if progress is not None:
                 await progress.stop()  # the progress message is out before the reply, never after
+                if stopped:
+                    await progress.finish(stopped=True)  # not left saying "Working on it" for good
         await ref.settled()  # the reply marks the user's events done: their message must be stored
-        await self._delivery.send_text(
+        delivering = asyncio.ensure_future(self._delivery.send_text(
             turn_id=turn_id,
             platform=batch[0].platform,
             chat_id=batch[0].chat_id,
@@ -196,7 +203,15 @@ class TurnRunner:
             text=reply,
             answers=batch,
             append=stored_with_reply,
-        )
+        ))  # fmt: skip
+        try:
+            await asyncio.shield(delivering)
+        except asyncio.CancelledError:
+            # Stopped (or interrupted) while the reply goes out: its events are answered by it, so it
+            # is sent whole, in order, before the turn ends; a second cancellation (shutdown) leaves
+            # the rest to the outbox, which sends it at shutdown or on the next start.
+            await delivering
+            raise
         if progress is not None:
             await progress.finish()
 
