@@ -249,6 +249,7 @@ class Delivery:
         policy = self._policy
         editing = record.platform_message_id is not None
         maybe_sent = resumed or record.attempts > 0
+        last_error = "no attempt made"
         for attempt in range(1, policy.max_attempts + 1):
             await self._wait_budget(chat)
             try:
@@ -269,6 +270,7 @@ class Delivery:
                 text, markup = record.plain or text, Markup.PLAIN
                 continue
             except RateLimited as error:
+                last_error = f"rate limited (retry after {error.retry_after:g} s)"
                 self._not_before[chat] = self._clock() + error.retry_after
                 self._metrics.delivery_retries.inc(record.platform, "rate_limited")
                 log.warning("delivery.rate_limited", platform=record.platform, chat=record.chat_id,
@@ -280,7 +282,9 @@ class Delivery:
                 if not error.retryable:
                     return await self._give_up(record, str(error))
                 maybe_sent = True  # a network error or timeout says nothing about whether it arrived
-                await self._backoff(record, attempt, error)
+                last_error = str(error)
+                if attempt < policy.max_attempts:  # no pause after the last one: nothing follows it
+                    await self._backoff(record, attempt, error)
                 continue
             except AdapterError as error:  # e.g. an adapter that cannot edit
                 return await self._give_up(record, str(error))
@@ -291,7 +295,7 @@ class Delivery:
                      chunk=record.chunk_index, message_id=message_id,
                      plain=markup is Markup.PLAIN and record.markup != Markup.PLAIN.value)  # fmt: skip
             return message_id
-        return await self._give_up(record, f"still failing after {policy.max_attempts} attempts")
+        return await self._give_up(record, f"still failing after {policy.max_attempts} attempts: {last_error}")
 
     async def _wait_budget(self, chat: tuple[str, str]) -> None:
         not_before = self._not_before.get(chat)

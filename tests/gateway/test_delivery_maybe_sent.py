@@ -82,3 +82,18 @@ async def test_a_row_with_counted_attempts_is_maybe_sent(store: Store) -> None:
     delivery = Delivery(store, {adapter.platform: adapter}, Metrics(), sleep=no_sleep)
     assert await delivery.send_text(turn_id="t1", platform="loopback", chat_id="c1", text="tried before") == ["m1"]
     assert [m.maybe_sent for m in adapter.attempts] == [True]
+
+
+async def test_a_chunk_given_up_says_why_and_waits_only_between_attempts(store: Store) -> None:
+    adapter = RecordingAdapter(*[TransientDeliveryError("Telegram unreachable: connection reset")] * 6)
+    pauses: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+
+    delivery = Delivery(store, {adapter.platform: adapter}, Metrics(), sleep=sleep)
+    assert await delivery.send_text(turn_id="t1", platform="loopback", chat_id="c1", text="hello") == []
+    assert len(adapter.attempts) == 6 and len(pauses) == 5  # no pause after the last attempt
+    row = await store.outbox_get(1)
+    assert row is not None and row.status == "failed"
+    assert row.last_error == "still failing after 6 attempts: Telegram unreachable: connection reset"
