@@ -128,7 +128,9 @@ class Gateway:
         for adapter in self._adapters:
             if await self._start_adapter(adapter):
                 running += 1
-        await self.delivery.resume()
+        # Old chunks go out in the background, each chat on its own (a platform that is down holds
+        # up nobody else); every chat's lock is held first, so a new reply queues behind them.
+        await self.delivery.resume(spawn=self._tasks.spawn)
         await self.intake.replay([InboundMessage.from_dict(record.payload) for record in unfinished])
         self.intake.open()
         self._housekeeping = asyncio.create_task(self._keep_house(), name="housekeeping")
@@ -204,13 +206,21 @@ class Gateway:
         if drained.cancelled:
             log.warning("shutdown.drain_timeout", finished=drained.finished, cancelled=drained.cancelled,
                         hint="unfinished turns resume on the next start")  # fmt: skip
-        await self._quietly(self.delivery.resume(), "shutdown.flush_failed", "all")
+        await self._quietly(self._flush(drain_timeout), "shutdown.flush_failed", "all")
         for adapter in self._adapters:
             await self._quietly(adapter.close(), "adapter.close_failed", adapter.platform)
         await self._health.stop()
         await self._agent.aclose()
         await self._store.close()
         log.info("shutdown.done", finished=drained.finished, cancelled=drained.cancelled)
+
+    async def _flush(self, timeout: float) -> None:
+        """Send what the outbox still holds, for at most ``timeout`` seconds (the rest goes on the next start)."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self.delivery.resume()
+        except TimeoutError:
+            log.warning("shutdown.flush_timeout", timeout_s=timeout, hint="undelivered chunks are sent on the next start")
 
     @staticmethod
     async def _quietly(step: Any, event: str, platform: str) -> None:

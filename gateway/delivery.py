@@ -33,6 +33,7 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass
 
 import structlog
@@ -54,6 +55,8 @@ from storage import MessageAppend, OutboxChunk, OutboxRecord, Store
 log = structlog.get_logger("gateway.delivery")
 
 Sleep = Callable[[float], Awaitable[None]]
+Spawn = Callable[..., Any]
+"""Starts a coroutine as a tracked task: ``spawn(coro, name=...)`` (``TaskTracker.spawn``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,31 +209,56 @@ class Delivery:
         caps = adapter.capabilities
         return render(text, caps.markup, max_length=caps.max_message_length, length_unit=caps.length_unit)
 
-    async def resume(self) -> int:
-        """Deliver every chunk recorded but not delivered (after a restart); returns how many went out.
+    async def resume(self, *, spawn: Spawn | None = None) -> int:
+        """Deliver every chunk recorded but not delivered (after a restart), each chat on its own.
 
         A pending row that already has a platform message id is an edit that did not finish: that
-        message is edited, never sent again.
+        message is edited, never sent again. Chats go concurrently, so one unreachable platform or
+        one rate-limited chat holds back only itself. Without ``spawn``: returns once all are done,
+        with how many chunks went out. With ``spawn`` (a task tracker's): each chat's delivery runs
+        as a task, and this returns as soon as every one holds its chat's lock (a new reply to the
+        chat then queues behind the old chunks), with how many chunks are queued.
         """
-        delivered = 0
+        chats: dict[tuple[str, str], list[OutboxRecord]] = {}
         for record in await self._store.outbox_pending():
-            adapter = self._adapters.get(record.platform)
-            if adapter is None:
+            if record.platform not in self._adapters:
                 log.warning("delivery.no_adapter", platform=record.platform, outbox_id=record.id)
                 continue
-            if await self._deliver(adapter, record, resumed=True):
-                delivered += 1
+            chats.setdefault((record.platform, record.chat_id), []).append(record)
+        holding = {chat: asyncio.Event() for chat in chats}
+        runs = [self._resume_chat(chat, rows, holding[chat]) for chat, rows in chats.items()]
+        if spawn is None:
+            results = await asyncio.gather(*runs, return_exceptions=True)
+            for error in (r for r in results if isinstance(r, BaseException)):
+                log.error("delivery.resume_failed", error=str(error), exc_info=error)
+            return sum(r for r in results if isinstance(r, int))
+        for (platform, chat_id), run in zip(chats, runs, strict=True):
+            spawn(run, name=f"resume:{platform}:{chat_id}")
+        for held in holding.values():
+            await held.wait()
+        return sum(len(rows) for rows in chats.values())
+
+    async def _resume_chat(self, chat: tuple[str, str], rows: list[OutboxRecord], held: asyncio.Event) -> int:
+        adapter = self._adapters[chat[0]]
+        delivered = 0
+        try:
+            async with self._chat_locks.hold(chat):
+                held.set()
+                for listed in rows:
+                    # Read again under the lock: a reply still going out when the rows were listed
+                    # (a turn stopped at shutdown) may have sent this chunk since.
+                    record = await self._store.outbox_get(listed.id) or listed
+                    if await self._deliver_held(adapter, record, resumed=True):
+                        delivered += 1
+        finally:
+            held.set()
         if delivered:
-            log.info("delivery.resumed", chunks=delivered)
+            log.info("delivery.resumed", platform=chat[0], chat=chat[1], chunks=delivered)
         return delivered
 
-    async def _deliver(self, adapter: Adapter, record: OutboxRecord, *, resumed: bool = False) -> str | None:
+    async def _deliver(self, adapter: Adapter, record: OutboxRecord) -> str | None:
         async with self._chat_locks.hold((record.platform, record.chat_id)):
-            if resumed:
-                # Read again under the lock: a reply still being delivered (its turn stopped at
-                # shutdown) may have sent this chunk since the pending rows were listed.
-                record = await self._store.outbox_get(record.id) or record
-            return await self._deliver_held(adapter, record, resumed=resumed)
+            return await self._deliver_held(adapter, record)
 
     async def _deliver_held(self, adapter: Adapter, record: OutboxRecord, *, resumed: bool = False) -> str | None:
         """Deliver a chunk, holding its chat's lock already."""

@@ -1,17 +1,26 @@
 """A reply goes out whole: no other reply lands between its chunks, and /stop or a newer
-message during its delivery neither strands the rest in the outbox nor cuts it off."""
+message during its delivery neither strands the rest in the outbox nor cuts it off. Chunks
+left from the last run go out in the background, each chat on its own."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
 import gateway.progress
+from adapters.base import TransientDeliveryError
+from config import load_config
+from gateway.access import AccessPolicy
+from gateway.agent_factory import build_agent
+from gateway.app import Gateway
 from gateway.events import ChatType, OutboundMessage
+from gateway.runner import search_function
+from storage import Store
 from tests.fakes.adapter import LoopbackAdapter
 from tests.fakes.model_server import ModelServer, Text, Timeout, ToolCalls, ToolUse
-from tests.gateway.conftest import GatewayFactory
+from tests.gateway.conftest import GatewayFactory, write_config
 
 
 class SlowAdapter(LoopbackAdapter):
@@ -74,3 +83,32 @@ async def test_a_stopped_turn_leaves_its_progress_message_saying_so(
         while not running.adapter.edits:
             await asyncio.sleep(0.02)
     assert running.adapter.edits[-1].text == "Stopped. Used: session_search"
+
+
+class DownAdapter(LoopbackAdapter):
+    """A second platform whose API cannot be reached right now."""
+
+    platform = "down"
+
+    async def send(self, message: OutboundMessage) -> str:
+        raise TransientDeliveryError("connection reset by peer")
+
+
+async def test_a_chunk_left_for_a_platform_that_is_down_holds_up_no_one_else(
+    model_server: ModelServer, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    loaded = load_config(write_config(home, model_server), {"SWITCHBOARD_HOME": str(home)}, create_home=True)
+    store = await Store.open(loaded.db_path)
+    await store.outbox_add("down:1", "down", "d1", None, ["a reply queued before the restart"])  # left by the last run
+    healthy = LoopbackAdapter()
+    gateway = Gateway(loaded, store, [DownAdapter(), healthy], build_agent(loaded, search=search_function(store)),
+                      extra_access={"loopback": AccessPolicy(allow_all=True)})  # fmt: skip
+    try:
+        await gateway.start()  # does not wait for the old chunk's retries
+        await healthy.inject("hi", chat_id="c1")
+        await healthy.wait_sent(1)
+        row = await store.outbox_get(1)
+        assert row is not None and row.status == "pending"  # still being retried, in the background
+    finally:
+        await gateway.shutdown()
