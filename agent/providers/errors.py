@@ -103,10 +103,9 @@ def translate(error: Exception, *, sdk: ModuleType, provider: str, model: str) -
         return ProviderError(ErrorKind.TIMEOUT, "the model did not answer in time", provider=provider, model=model)
     if isinstance(error, sdk.APIConnectionError):
         return ProviderError(ErrorKind.CONNECTION, f"could not reach the API: {error}", provider=provider, model=model)
-    if isinstance(error, sdk.APIStatusError):
+    if isinstance(error, sdk.APIError):  # a status error, or an error reported inside a started stream
         status = int(getattr(error, "status_code", 0) or 0)
         message = str(getattr(error, "message", "") or error)
-        response = getattr(error, "response", None)
         text = f"{message} {getattr(error, 'body', '')}"
         kind = kind_for_status(status, text) if status >= 400 else kind_for_body(getattr(error, "body", None), text)
         error_type = ContextTooLongError if kind is ErrorKind.CONTEXT_LENGTH else ProviderError
@@ -115,13 +114,7 @@ def translate(error: Exception, *, sdk: ModuleType, provider: str, model: str) -
             message,
             provider=provider,
             model=model,
-            status=status,
-            retry_after=retry_after_seconds(getattr(response, "headers", None)),
+            status=status or None,
+            retry_after=retry_after_seconds(getattr(getattr(error, "response", None), "headers", None)),
         )
-    if isinstance(error, sdk.APIError):  # an error event in a stream: no status, only a body
-        message = str(getattr(error, "message", "") or error)
-        text = f"{message} {getattr(error, 'body', '')}"
-        kind = kind_for_body(getattr(error, "body", None), text)
-        error_type = ContextTooLongError if kind is ErrorKind.CONTEXT_LENGTH else ProviderError
-        return error_type(kind, f"the model's stream failed: {message}", provider=provider, model=model)
     raise error
