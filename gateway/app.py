@@ -44,6 +44,8 @@ from storage import Store
 log = structlog.get_logger("gateway")
 
 HOUSEKEEPING_EVERY = 3600.0
+RETRY_STALLED_EVERY = 60.0
+"""How often chats whose replies could not be delivered (an outage) are tried again."""
 KEEP_SETTLED = 7 * 24 * 3600.0
 """Finished inbox events (the redelivery window) and sent outbox chunks are kept a week."""
 
@@ -150,17 +152,25 @@ class Gateway:
         return True
 
     async def _keep_house(self) -> None:
-        """Forget settled inbox and outbox rows older than a week, once an hour."""
+        """Every minute, try again the chats whose replies could not be delivered (an outage);
+        once an hour, forget settled inbox and outbox rows older than a week."""
+        pruned_at: float | None = None
         while True:
-            cutoff = time.time() - KEEP_SETTLED
-            try:
-                inbox = await self._store.inbox_prune(cutoff)
-                outbox = await self._store.outbox_prune(cutoff)
-                if inbox or outbox:
-                    log.info("housekeeping.pruned", inbox=inbox, outbox=outbox)
-            except Exception as error:  # noqa: BLE001 - pruning is best effort; it runs again later
-                log.warning("housekeeping.failed", error=str(error))
-            await asyncio.sleep(HOUSEKEEPING_EVERY)
+            await self._quietly(self.delivery.retry_stalled(spawn=self._tasks.spawn), "delivery.retry_failed", "all")
+            if pruned_at is None or time.monotonic() - pruned_at >= HOUSEKEEPING_EVERY:
+                pruned_at = time.monotonic()
+                await self._prune()
+            await asyncio.sleep(RETRY_STALLED_EVERY)
+
+    async def _prune(self) -> None:
+        cutoff = time.time() - KEEP_SETTLED
+        try:
+            inbox = await self._store.inbox_prune(cutoff)
+            outbox = await self._store.outbox_prune(cutoff)
+            if inbox or outbox:
+                log.info("housekeeping.pruned", inbox=inbox, outbox=outbox)
+        except Exception as error:  # noqa: BLE001 - pruning is best effort; it runs again later
+            log.warning("housekeeping.failed", error=str(error))
 
     def _bot_username(self, platform: str) -> str | None:
         adapter = self._by_platform.get(platform)

@@ -67,6 +67,10 @@ class DeliveryPolicy:
     max_delay: float = 30.0
     max_retry_after: float = 300.0
     """A longer retry_after than this is still honoured, but the chunk then waits for resume()."""
+    keep_trying: float = 24 * 3600.0
+    """A chunk still failing for a retryable reason (an outage, rate limits) after ``max_attempts``
+    stays pending this long after it was recorded: :meth:`Delivery.retry_stalled` tries its chat
+    again later, and later replies to that chat wait behind it. Older, it is given up."""
 
 
 class Delivery:
@@ -88,6 +92,9 @@ class Delivery:
         self._clock = clock
         self._chat_locks: KeyedLocks[tuple[str, str]] = KeyedLocks()
         self._not_before: dict[tuple[str, str], float] = {}
+        self._stalled: set[tuple[str, str]] = set()
+        """Chats with a chunk deferred after its attempts ran out: new replies wait behind it."""
+        self._resuming: set[tuple[str, str]] = set()
 
     async def send_text(
         self,
@@ -153,7 +160,11 @@ class Delivery:
         # One reply's chunks go out together: another reply to the chat (a command's answer, another
         # user's turn in a group) waits for the chat's lock instead of landing between them.
         async with self._chat_locks.hold((platform, chat_id)):
-            return [(record, await self._deliver_held(adapter, record)) for record in records]
+            sent = []
+            for record in records:
+                stalled = (platform, chat_id) in self._stalled  # an older chunk waits: keep the order
+                sent.append((record, None if stalled else await self._deliver_held(adapter, record)))
+            return sent
 
     async def edit_text(self, record: OutboxRecord | int, text: str) -> list[str]:
         """Replace the text of a delivered chunk (its outbox row or row id) with ``text`` (model Markdown).
@@ -209,7 +220,7 @@ class Delivery:
         caps = adapter.capabilities
         return render(text, caps.markup, max_length=caps.max_message_length, length_unit=caps.length_unit)
 
-    async def resume(self, *, spawn: Spawn | None = None) -> int:
+    async def resume(self, *, spawn: Spawn | None = None, only: set[tuple[str, str]] | None = None) -> int:
         """Deliver every chunk recorded but not delivered (after a restart), each chat on its own.
 
         A pending row that already has a platform message id is an edit that did not finish: that
@@ -217,14 +228,17 @@ class Delivery:
         one rate-limited chat holds back only itself. Without ``spawn``: returns once all are done,
         with how many chunks went out. With ``spawn`` (a task tracker's): each chat's delivery runs
         as a task, and this returns as soon as every one holds its chat's lock (a new reply to the
-        chat then queues behind the old chunks), with how many chunks are queued.
+        chat then queues behind the old chunks), with how many chunks are queued. ``only``: just
+        these chats. A chat already being resumed is left to that run.
         """
         chats: dict[tuple[str, str], list[OutboxRecord]] = {}
         for record in await self._store.outbox_pending():
+            chat = (record.platform, record.chat_id)
             if record.platform not in self._adapters:
                 log.warning("delivery.no_adapter", platform=record.platform, outbox_id=record.id)
-                continue
-            chats.setdefault((record.platform, record.chat_id), []).append(record)
+            elif (only is None or chat in only) and chat not in self._resuming:
+                chats.setdefault(chat, []).append(record)
+        self._resuming.update(chats)
         holding = {chat: asyncio.Event() for chat in chats}
         runs = [self._resume_chat(chat, rows, holding[chat]) for chat, rows in chats.items()]
         if spawn is None:
@@ -238,20 +252,28 @@ class Delivery:
             await held.wait()
         return sum(len(rows) for rows in chats.values())
 
+    async def retry_stalled(self, *, spawn: Spawn | None = None) -> int:
+        """Try again the chats whose chunks were deferred (see ``DeliveryPolicy.keep_trying``)."""
+        return await self.resume(spawn=spawn, only=set(self._stalled)) if self._stalled else 0
+
     async def _resume_chat(self, chat: tuple[str, str], rows: list[OutboxRecord], held: asyncio.Event) -> int:
         adapter = self._adapters[chat[0]]
         delivered = 0
         try:
             async with self._chat_locks.hold(chat):
                 held.set()
+                self._stalled.discard(chat)  # retried now; a chunk that fails again stalls it anew
                 for listed in rows:
                     # Read again under the lock: a reply still going out when the rows were listed
                     # (a turn stopped at shutdown) may have sent this chunk since.
                     record = await self._store.outbox_get(listed.id) or listed
                     if await self._deliver_held(adapter, record, resumed=True):
                         delivered += 1
+                    if chat in self._stalled:
+                        break  # deferred again: the chunks after it wait, in order
         finally:
             held.set()
+            self._resuming.discard(chat)
         if delivered:
             log.info("delivery.resumed", platform=chat[0], chat=chat[1], chunks=delivered)
         return delivered
@@ -323,7 +345,14 @@ class Delivery:
                      chunk=record.chunk_index, message_id=message_id,
                      plain=markup is Markup.PLAIN and record.markup != Markup.PLAIN.value)  # fmt: skip
             return message_id
-        return await self._give_up(record, f"still failing after {policy.max_attempts} attempts: {last_error}")
+        reason = f"still failing after {policy.max_attempts} attempts: {last_error}"
+        if time.time() - record.created_at < policy.keep_trying:
+            await self._store.outbox_mark_failed(record.id, reason)  # counted; the row stays pending
+            self._stalled.add(chat)
+            log.warning("delivery.deferred", platform=record.platform, chat=record.chat_id, chunk=record.chunk_index,
+                        turn=record.turn_id, reason=reason, hint="the chat is tried again in the background")  # fmt: skip
+            return None
+        return await self._give_up(record, reason)
 
     async def _wait_budget(self, chat: tuple[str, str]) -> None:
         not_before = self._not_before.get(chat)

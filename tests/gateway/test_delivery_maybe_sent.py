@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest_asyncio
 
 from adapters.base import DeliveryError, RateLimited, TransientDeliveryError
-from gateway.delivery import Delivery
+from gateway.delivery import Delivery, DeliveryPolicy
 from gateway.events import OutboundMessage
 from gateway.metrics import Metrics
 from storage import Store
@@ -84,7 +84,7 @@ async def test_a_row_with_counted_attempts_is_maybe_sent(store: Store) -> None:
     assert [m.maybe_sent for m in adapter.attempts] == [True]
 
 
-async def test_a_chunk_given_up_says_why_and_waits_only_between_attempts(store: Store) -> None:
+async def test_a_chunk_failing_past_its_attempts_waits_and_the_chat_keeps_its_order(store: Store) -> None:
     adapter = RecordingAdapter(*[TransientDeliveryError("Telegram unreachable: connection reset")] * 6)
     pauses: list[float] = []
 
@@ -92,8 +92,21 @@ async def test_a_chunk_given_up_says_why_and_waits_only_between_attempts(store: 
         pauses.append(seconds)
 
     delivery = Delivery(store, {adapter.platform: adapter}, Metrics(), sleep=sleep)
-    assert await delivery.send_text(turn_id="t1", platform="loopback", chat_id="c1", text="hello") == []
+    assert await delivery.send_text(turn_id="t1", platform="loopback", chat_id="c1", text="first") == []
     assert len(adapter.attempts) == 6 and len(pauses) == 5  # no pause after the last attempt
+    (row,) = await store.outbox_pending()  # an outage: kept, to be tried again
+    assert row.last_error == "still failing after 6 attempts: Telegram unreachable: connection reset"
+    assert await delivery.send_text(turn_id="t2", platform="loopback", chat_id="c1", text="second") == []
+    assert await delivery.send_text(turn_id="t3", platform="loopback", chat_id="c2", text="elsewhere") == ["m1"]
+    assert len(adapter.attempts) == 7  # "second" waits behind "first" instead of overtaking it
+    assert await delivery.retry_stalled() == 2  # the network is back
+    assert adapter.texts() == ["elsewhere", "first", "second"] and await store.outbox_pending() == []
+
+
+async def test_a_chunk_failing_past_its_attempts_for_too_long_is_given_up_with_the_reason(store: Store) -> None:
+    adapter = RecordingAdapter(*[TransientDeliveryError("connection reset")] * 6)
+    delivery = Delivery(store, {adapter.platform: adapter}, Metrics(), sleep=no_sleep, policy=DeliveryPolicy(keep_trying=0))
+    assert await delivery.send_text(turn_id="t1", platform="loopback", chat_id="c1", text="hello") == []
     row = await store.outbox_get(1)
     assert row is not None and row.status == "failed"
-    assert row.last_error == "still failing after 6 attempts: Telegram unreachable: connection reset"
+    assert row.last_error == "still failing after 6 attempts: connection reset"
