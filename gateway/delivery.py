@@ -66,7 +66,8 @@ class DeliveryPolicy:
     base_delay: float = 1.0
     max_delay: float = 30.0
     max_retry_after: float = 300.0
-    """A longer retry_after than this is still honoured, but the chunk then waits for resume()."""
+    """A longer retry_after than this is not waited out in the sending task: the chunk is deferred
+    like one that ran out of attempts, and a later retry of its chat honours the wait."""
     keep_trying: float = 24 * 3600.0
     """A chunk still failing for a retryable reason (an outage, rate limits) after ``max_attempts``
     stays pending this long after it was recorded: :meth:`Delivery.retry_stalled` tries its chat
@@ -325,6 +326,8 @@ class Delivery:
                 self._metrics.delivery_retries.inc(record.platform, "rate_limited")
                 log.warning("delivery.rate_limited", platform=record.platform, chat=record.chat_id,
                             retry_after=error.retry_after, attempt=attempt)  # fmt: skip
+                if error.retry_after > policy.max_retry_after:
+                    break  # a long wait is not spent here: the chunk is deferred (or given up) below
                 continue
             except RecipientUnavailable as error:
                 return await self._give_up(record, f"recipient unavailable: {error}")
@@ -345,7 +348,7 @@ class Delivery:
                      chunk=record.chunk_index, message_id=message_id,
                      plain=markup is Markup.PLAIN and record.markup != Markup.PLAIN.value)  # fmt: skip
             return message_id
-        reason = f"still failing after {policy.max_attempts} attempts: {last_error}"
+        reason = f"still failing after {attempt} attempt{'s' if attempt != 1 else ''}: {last_error}"
         if time.time() - record.created_at < policy.keep_trying:
             await self._store.outbox_mark_failed(record.id, reason)  # counted; the row stays pending
             self._stalled.add(chat)

@@ -110,3 +110,19 @@ async def test_a_chunk_failing_past_its_attempts_for_too_long_is_given_up_with_t
     row = await store.outbox_get(1)
     assert row is not None and row.status == "failed"
     assert row.last_error == "still failing after 6 attempts: connection reset"
+
+
+async def test_a_long_rate_limit_is_not_waited_out_by_the_sender(store: Store) -> None:
+    adapter = RecordingAdapter(RateLimited(3600))
+    pauses: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+
+    delivery = Delivery(store, {adapter.platform: adapter}, Metrics(), sleep=sleep, clock=lambda: 1000.0)
+    assert await delivery.send_text(turn_id="t1", platform="loopback", chat_id="c1", text="hello") == []
+    assert pauses == []  # the turn is not held for an hour
+    (row,) = await store.outbox_pending()
+    assert row.last_error == "still failing after 1 attempt: rate limited (retry after 3600 s)"
+    assert await delivery.retry_stalled() == 1  # the later retry honours the wait, then sends
+    assert pauses == [3600.0] and adapter.texts() == ["hello"]
