@@ -39,7 +39,7 @@ def parse_command(text: str, *, bot_username: str | None = None) -> Command | No
     if match is None:
         return None
     name, addressee, rest = match.group(1).lower(), match.group(2), match.group(3)
-    if addressee and bot_username and addressee.lower() != bot_username.lower().lstrip("@"):
+    if _for_someone_else(addressee, bot_username):
         return None
     name = ALIASES.get(name, name)
     if name not in KNOWN:
@@ -52,4 +52,9 @@ def for_another_bot(text: str, *, bot_username: str | None) -> bool:
     if not bot_username or not text.lstrip().startswith("/"):
         return False
     match = _COMMAND.match(text.strip())
-    return bool(match and match.group(2) and match.group(2).lower() != bot_username.lower().lstrip("@"))
+    return match is not None and _for_someone_else(match.group(2), bot_username)
+
+
+def _for_someone_else(addressee: str | None, bot_username: str | None) -> bool:
+    """``/cmd@addressee`` names a bot other than ours (unknowable without our own username)."""
+    return bool(addressee and bot_username and addressee.lower() != bot_username.lower().lstrip("@"))

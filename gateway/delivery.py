@@ -33,8 +33,8 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 

@@ -105,7 +105,7 @@ def _readable_calls(tool_calls_json: str | None) -> str | None:
 def _pattern(needles: tuple[Needle, ...]) -> re.Pattern[str] | None:
     alternatives = []
     for needle in sorted(needles, key=lambda n: len(n.text), reverse=True):
-        text = re.escape(fold(needle.text))
+        text = re.escape(_fold_in_place(needle.text))
         if needle.cjk:
             alternatives.append(text)
         elif needle.substring:  # the whole word it was found inside
@@ -129,15 +129,16 @@ class _Folding(dict[int, int]):
 _FOLDING: Final = _Folding()
 
 
-def fold(text: str) -> str:
+def _fold_in_place(text: str) -> str:
     """``text`` with accents taken off letter by letter, as the index's tokenizer does; the same length,
-    so a position in it is the same position in ``text``."""
+    so a position in it is the same position in ``text`` (``storage.words.fold`` also lower-cases and
+    drops combining marks, which moves positions: right for comparing words, not for excerpts)."""
     return text if text.isascii() else text.translate(_FOLDING)
 
 
 def _highlight(window: str, pattern: re.Pattern[str]) -> str:
     parts, done = [], 0
-    for match in pattern.finditer(fold(window)):
+    for match in pattern.finditer(_fold_in_place(window)):
         parts += [window[done : match.start()], HIGHLIGHT[0], window[match.start() : match.end()], HIGHLIGHT[1]]
         done = match.end()
     return "".join(parts) + window[done:]
@@ -149,7 +150,7 @@ def snippet(texts: tuple[str | None, ...], needles: tuple[Needle, ...]) -> str:
     for text in texts:
         if not text or pattern is None:
             continue
-        match = pattern.search(fold(text))
+        match = pattern.search(_fold_in_place(text))
         if match is not None:
             return _excerpt(text, match.start(), pattern)
     first = next((text for text in texts if text), "")
