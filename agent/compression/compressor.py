@@ -27,7 +27,7 @@ from typing import Final
 
 import structlog
 
-from agent.compression.boundaries import find_boundaries
+from agent.compression.boundaries import Boundaries, find_boundaries
 from agent.compression.budget import CompressionBudget
 from agent.compression.cooldown import Cooldown
 from agent.compression.engine import CompressionResult, ContextEngine, Summarizer, SummaryRequest
@@ -60,6 +60,18 @@ class _Plan:
     middle: list[ChatMessage]
     turns: list[ChatMessage]
     previous: str | None
+
+
+def _widen(messages: Sequence[ChatMessage], bounds: Boundaries, cover: tuple[int, int]) -> Boundaries | None:
+    """``bounds`` grown so the middle holds ``messages[cover[0]]`` to ``messages[cover[1]]``.
+
+    None when that leaves no tail (the last message is itself a summary).
+    """
+    head = min(bounds.head_end, cover[0])
+    tail = max(bounds.tail_start, cover[1] + 1)
+    while tail < len(messages) and messages[tail].role == "tool":
+        tail += 1  # results without their call: they go to the middle, where repair drops them
+    return Boundaries(head, tail) if tail < len(messages) else None
 
 
 def _describe(error: BaseException) -> str:
@@ -272,15 +284,23 @@ class ContextCompressor(ContextEngine):
         )
         if bounds is None:
             return None
-        placement = place_summary(messages, bounds)
+        # Earlier summaries go into the middle wherever the budgets put the cuts: the new summary
+        # updates their notes and replaces them, so a conversation never carries two.
+        earlier = [index for index, message in enumerate(messages) if is_summary(message)]
+        cover = (earlier[0], earlier[-1]) if earlier else None
+        if cover is not None:
+            bounds = _widen(messages, bounds, cover)
+            if bounds is None:
+                return None
+        placement = place_summary(messages, bounds, cover=cover)
         if placement is None:
             return None
         middle = messages[placement.bounds.head_end : placement.bounds.tail_start]
         turns = [message for message in middle if not is_summary(message)]
         if not turns:
             return None
-        summaries = [message for message in middle if is_summary(message)]
-        previous = summary_body(summaries[-1]) if summaries else None
+        bodies = [summary_body(message) for message in middle if is_summary(message)]
+        previous = "\n\n".join(bodies) if bodies else None
         return _Plan(placement=placement, middle=middle, turns=turns, previous=previous)
 
     def _request_budget(self, turns: Sequence[ChatMessage], previous: str | None) -> int:

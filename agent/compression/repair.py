@@ -69,7 +69,9 @@ def _alternatives(messages: Sequence[ChatMessage], bounds: Boundaries) -> Iterat
             yield Boundaries(end, tail)
 
 
-def place_summary(messages: Sequence[ChatMessage], bounds: Boundaries) -> Placement | None:
+def place_summary(
+    messages: Sequence[ChatMessage], bounds: Boundaries, *, cover: tuple[int, int] | None = None
+) -> Placement | None:
     """Choose the summary's role, moving a cut if no role fits between head and tail.
 
     When the head ends with an assistant message and the tail starts with a
@@ -78,11 +80,14 @@ def place_summary(messages: Sequence[ChatMessage], bounds: Boundaries) -> Placem
     between two assistant turns. None when no cut can avoid putting two
     user or two assistant messages side by side (only tiny middles, such as a
     single tool group between a user message and an assistant reply).
+
+    ``cover`` (first, last index): messages the middle must hold, i.e. the
+    summaries of earlier compactions, which the new summary replaces; a cut
+    that left one in the head or tail would leave two summaries.
     """
-    role = _fit(messages, bounds)
-    if role is not None:
-        return Placement(bounds, role)
-    for candidate in _alternatives(messages, bounds):
+    for candidate in (bounds, *_alternatives(messages, bounds)):
+        if cover is not None and not candidate.head_end <= cover[0] <= cover[1] < candidate.tail_start:
+            continue
         role = _fit(messages, candidate)
         if role is not None:
             return Placement(candidate, role)

@@ -8,11 +8,11 @@ import re
 import pytest
 from structlog.testing import capture_logs
 
-from agent.compression.framing import COMPACTION_NOTE, SUMMARY_HEADER, is_summary
+from agent.compression.framing import COMPACTION_NOTE, SUMMARY_HEADER, is_summary, summary_message
 from agent.compression.summary import SECTIONS
 from agent.compressor import CompressionResult, ContextCompressor, ContextEngine, SummaryRequest
 from agent.messages import ChatMessage
-from tests.agent.test_compressor_support import SYSTEM, FakeSummarizer, conversation, estimate, events, make
+from tests.agent.test_compressor_support import SYSTEM, FakeSummarizer, call, chat, conversation, estimate, events, make
 
 # -- budgets ------------------------------------------------------------------------------
 
@@ -209,6 +209,48 @@ async def test_a_second_compaction_updates_the_previous_summary() -> None:
     assert [m.meta.get("summary_body") for m in second.messages if is_summary(m)] == ["## Goal\nUpdated notes."]
     assert compressor.compaction_count == 2
     assert compressor.previous_summary == "## Goal\nUpdated notes."
+
+
+async def test_an_earlier_summary_inside_the_tail_is_replaced_not_kept_beside_the_new_one() -> None:
+    # What a first compaction can leave when its cut moved past a tool group: turns between the
+    # head and the summary. With only short turns after the summary, the next cut's tail (sized
+    # by budget) starts at the old summary; the new one must absorb its notes, not sit before it.
+    summarizer = FakeSummarizer(["## Goal\nUpdated notes."])
+    big = call("c1")
+    messages = [
+        *chat(("q0", "a0")),
+        ChatMessage.user("read the log"),
+        ChatMessage.assistant("", [big]),
+        ChatMessage.tool("c1", "log line\n" * 4_000, tool_name="read_file"),
+        summary_message("## Goal\nFirst notes.", "user"),
+        ChatMessage.assistant("", [call("c2")]),
+        ChatMessage.tool("c2", "short", tool_name="read_file"),
+        ChatMessage.assistant("done"),
+        ChatMessage.user("one more thing"),
+        ChatMessage.assistant("sure"),
+    ]
+    result = await make(summarizer, protect_last_n=2).compress(messages, force=True)
+    assert result.compacted
+    assert [m.meta.get("summary_body") for m in result.messages if is_summary(m)] == ["## Goal\nUpdated notes."]
+    assert summarizer.requests[-1].previous_summary == "## Goal\nFirst notes."
+    assert result.messages[-2:] == messages[-2:]
+
+
+async def test_two_summaries_left_by_an_older_build_are_merged_into_one() -> None:
+    summarizer = FakeSummarizer(["## Goal\nMerged."])
+    stale = [
+        ChatMessage.system(SYSTEM),
+        *conversation(2, output_chars=12_000)[1:],
+        summary_message("## Goal\nOld notes A.", "user"),
+        ChatMessage.assistant("noted"),
+        summary_message("## Goal\nOld notes B.", "user"),
+        *conversation(6)[1:],
+    ]
+    result = await make(summarizer, protect_last_n=2).compress(stale, force=True)
+    assert result.compacted
+    assert [m.meta.get("summary_body") for m in result.messages if is_summary(m)] == ["## Goal\nMerged."]
+    previous = summarizer.requests[-1].previous_summary or ""
+    assert "Old notes A." in previous and "Old notes B." in previous
 
 
 async def test_the_system_note_is_appended_on_the_first_compaction_only() -> None:

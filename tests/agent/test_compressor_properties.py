@@ -97,6 +97,7 @@ def assert_well_formed(before: list[ChatMessage], result: CompressionResult, pro
         assert after == before and result.dropped == 0
         return
     (index,) = [i for i, m in enumerate(after) if is_summary(m) and summary_body(m) == result.summary]
+    assert [i for i, m in enumerate(after) if is_summary(m)] == [index], "an earlier summary was kept beside the new one"
     head, tail = after[:index], after[index + 1 :]
     assert index >= min(protect_first_n, len(before)) and len(tail) >= 1
     assert index + len(tail) < len(before), "nothing was condensed"
