@@ -125,11 +125,11 @@ class ToolProgress:
         except Exception as error:  # noqa: BLE001 - progress never fails the turn
             log.warning("progress.failed", error=str(error))
 
-    async def finish(self, *, stopped: bool = False) -> None:
+    async def finish(self, *, stopped: bool = False, failed: bool = False) -> None:
         """Edit the message to its final line (after ``stop``), honouring the edit interval."""
         if self._row is None:
             return
-        text = ("Stopped. " if stopped else "") + final_line(self._tools)
+        text = ("Stopped. " if stopped else "Failed. " if failed else "") + final_line(self._tools)
         if text == self._shown:
             return
         await self._wait_turn()

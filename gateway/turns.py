@@ -61,6 +61,11 @@ HYGIENE_FAILED_NOTICE = (
     "I couldn't summarise the older part of our conversation just now, so nothing was removed. "
     "If replies start failing, send /new to start a fresh conversation."
 )
+TURN_FAILED_NOTICE = (
+    "Sorry, something went wrong on my side while handling that, and I have no answer for it. "
+    "Please send it again; if it keeps failing, send /new to start a fresh conversation. "
+    "(reference: {ref})"
+)
 EVENT_TAG_PREFIX = "events:"
 NOTHING_TO_ADD = "(I have nothing to add.)"
 
@@ -177,7 +182,7 @@ class TurnRunner:
         shared: bool,
     ) -> None:
         progress: ToolProgress | None = None
-        stopped = False
+        stopped = failed = False
         try:
             async with self._slots:  # the agent's work only: delivering the reply (or progress) holds no slot
                 history = await self._repair_tail(ref, history)
@@ -188,12 +193,19 @@ class TurnRunner:
         except asyncio.CancelledError:
             stopped = True
             raise
+        except Exception as error:  # noqa: BLE001 - a bug or a failing store must not leave the user unanswered
+            self._metrics.turns.inc(batch[0].platform, "error")
+            log.error("turn.crashed", error=f"{type(error).__name__}: {error}", exc_info=error)
+            reply, stored_with_reply = TURN_FAILED_NOTICE.format(ref=short_turn_id(turn_id)), None
+            failed = True
         finally:
             if progress is not None:
                 await progress.stop()  # the progress message is out before the reply, never after
                 if stopped:
                     await progress.finish(stopped=True)  # not left saying "Working on it" for good
-        await ref.settled()  # the reply marks the user's events done: their message must be stored
+        # The reply marks the user's events done, so their message must be stored: if it could not
+        # be, this raises, the events stay unfinished and the next start runs them again.
+        await ref.settled()
         delivering = asyncio.ensure_future(self._delivery.send_text(
             turn_id=turn_id,
             platform=batch[0].platform,
@@ -213,7 +225,7 @@ class TurnRunner:
             await delivering
             raise
         if progress is not None:
-            await progress.finish()
+            await progress.finish(failed=failed)
 
     def _progress_for(self, turn_id: str, first: InboundMessage) -> ToolProgress | None:
         """The turn's tool progress message, when configured and the platform can edit messages."""

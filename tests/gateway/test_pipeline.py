@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import re
+import sqlite3
 import time
 from pathlib import Path
 
@@ -11,7 +14,7 @@ from gateway.access import AccessPolicy
 from gateway.events import ChatType, InboundMessage, Markup
 from gateway.turns import INTERRUPTED_RESULT, NOTHING_TO_ADD
 from storage import NewMessage, Store, ToolCallRecord
-from tests.fakes.model_server import ModelServer, Text, Timeout
+from tests.fakes.model_server import ModelServer, Text, Timeout, ToolCalls, ToolUse
 from tests.gateway.conftest import GatewayFactory, spoken
 
 
@@ -300,3 +303,36 @@ async def test_in_a_shared_thread_each_message_keeps_its_senders_name(
     await running.adapter.wait_sent(3)
     last = model_server.last_request.last_user_text
     assert last.startswith("just me here") and "[This message comes from Carol in a group chat.]" in last
+
+
+async def test_a_turn_that_fails_unexpectedly_still_answers_the_user(
+    start_gateway: GatewayFactory, model_server: ModelServer
+) -> None:
+    running = await start_gateway()
+    model_server.script(ToolCalls(ToolUse("session_search", {"query": "plans"})))
+    model_server.responder = lambda record: Text("re: " + record.last_user_text)
+    # A store that fails mid-turn (as a full disk would): the tool call the model asks for
+    # cannot be recorded, so the turn cannot go on.
+    with contextlib.closing(sqlite3.connect(running.home / "state.db")) as db, db:
+        db.execute(
+            "CREATE TRIGGER refuse_calls BEFORE INSERT ON messages WHEN NEW.tool_calls IS NOT NULL "
+            "BEGIN SELECT RAISE(ABORT, 'simulated write failure'); END"
+        )
+    await running.adapter.inject("what were my plans?", chat_id="c1")
+    await eventually(lambda: any(text.startswith("Sorry") for text in running.adapter.texts("c1")))
+    _progress, notice = running.adapter.texts("c1")  # the tool progress message went out first
+    assert notice.startswith("Sorry, something went wrong on my side") and "send it again" in notice
+    assert re.search(r"reference: [0-9a-f]{8}\)$", notice)
+    await eventually(lambda: running.gateway.lanes.running() == 0)
+    await eventually(lambda: bool(running.adapter.edits))
+    assert running.adapter.edits[-1].text == "Failed. Used: session_search"  # not "Working on it" for good
+    assert await running.store.inbox_unfinished() == []  # answered: not run again on every start
+    with contextlib.closing(sqlite3.connect(running.home / "state.db")) as db, db:
+        db.execute("DROP TRIGGER refuse_calls")
+    await running.adapter.inject("hello again", chat_id="c1")
+    await running.adapter.wait_sent(3)
+    # The failed question stays in the history (the model sees it before the new message).
+    assert running.adapter.texts("c1")[-1] == "re: what were my plans?hello again"
+    (session,) = await running.store.list_sessions()
+    stored = [(m.role, m.content) for m in await running.store.load_messages(session.id)]
+    assert stored[:2] == [("user", "what were my plans?"), ("user", "hello again")]
