@@ -28,7 +28,7 @@ from config.loader import LoadedConfig
 from gateway.access import AccessControl, AccessPolicy
 from gateway.command_handlers import CommandHandlers
 from gateway.conversations import Conversations
-from gateway.delivery import Delivery
+from gateway.delivery import Delivery, DeliveryPolicy
 from gateway.events import InboundMessage
 from gateway.health import HealthServer
 from gateway.intake import Intake
@@ -44,8 +44,6 @@ from storage import Store
 log = structlog.get_logger("gateway")
 
 HOUSEKEEPING_EVERY = 3600.0
-RETRY_STALLED_EVERY = 60.0
-"""How often chats whose replies could not be delivered (an outage) are tried again."""
 KEEP_SETTLED = 7 * 24 * 3600.0
 """Finished inbox events (the redelivery window) and sent outbox chunks are kept a week."""
 
@@ -72,7 +70,12 @@ class Gateway:
         self._started_at = time.monotonic()
         self._stopping = False
         self._housekeeping: asyncio.Task[None] | None = None
-        self.delivery = Delivery(store, self._by_platform, self.metrics)
+        self.delivery = Delivery(
+            store,
+            self._by_platform,
+            self.metrics,
+            policy=DeliveryPolicy(keep_trying=settings.gateway.undelivered_keep_hours * 3600.0),
+        )
         self.conversations = Conversations(store, agent, settings.sessions)
         runner = TurnRunner(
             store=store,
@@ -152,15 +155,15 @@ class Gateway:
         return True
 
     async def _keep_house(self) -> None:
-        """Every minute, try again the chats whose replies could not be delivered (an outage);
-        once an hour, forget settled inbox and outbox rows older than a week."""
+        """Every ``gateway.undelivered_retry_every`` seconds, try again the chats whose replies could
+        not be delivered (an outage); once an hour, forget settled inbox and outbox rows older than a week."""
         pruned_at: float | None = None
         while True:
             await self._quietly(self.delivery.retry_stalled(spawn=self._tasks.spawn), "delivery.retry_failed", "all")
             if pruned_at is None or time.monotonic() - pruned_at >= HOUSEKEEPING_EVERY:
                 pruned_at = time.monotonic()
                 await self._prune()
-            await asyncio.sleep(RETRY_STALLED_EVERY)
+            await asyncio.sleep(self._loaded.settings.gateway.undelivered_retry_every)
 
     async def _prune(self) -> None:
         cutoff = time.time() - KEEP_SETTLED

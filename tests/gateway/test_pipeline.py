@@ -336,3 +336,21 @@ async def test_a_turn_that_fails_unexpectedly_still_answers_the_user(
     (session,) = await running.store.list_sessions()
     stored = [(m.role, m.content) for m in await running.store.load_messages(session.id)]
     assert stored[:2] == [("user", "what were my plans?"), ("user", "hello again")]
+
+
+async def test_how_long_an_undelivered_reply_is_kept_comes_from_the_config(
+    start_gateway: GatewayFactory, model_server: ModelServer, tmp_path: Path
+) -> None:
+    model_server.responder = lambda record: Text("re: " + record.last_user_text)
+    for keep_hours, home in ((None, "default"), (0, "short")):
+        overrides = {"gateway": {"undelivered_keep_hours": keep_hours}} if keep_hours is not None else None
+        running = await start_gateway(overrides, home=tmp_path / home)
+        running.adapter.failures = [RateLimited(3600)]  # longer than a sender waits inline: deferred
+        await running.adapter.inject("hello", chat_id="c1")
+        await eventually(lambda: running.gateway.lanes.running() == 0 and not running.adapter.failures)
+        row = await running.store.outbox_get(1)
+        assert row is not None and "rate limited" in (row.last_error or "")
+        if keep_hours is None:
+            assert row.status == "pending"  # kept for the background retry: 24 h by default
+        else:
+            assert row.status == "failed"  # kept no time at all: given up with the reason
