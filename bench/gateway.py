@@ -1,6 +1,6 @@
 """Gateway benchmark: turns per second and added latency through the real gateway, against a bare-queue floor.
 
-``python -m bench.gateway [--quick] [--json] [--log-level info] [--profile FILE]``
+``python -m bench.gateway [--quick] [--json] [--log-level info] [--profile FILE] [--loop asyncio]``
 
 Everything is real except the platform and the model: the loopback test adapter
 (``tests/fakes/adapter.py``) injects messages and records replies, the real
@@ -19,7 +19,10 @@ latency by design), ``sessions.max_concurrent_turns: 64``, ``/health`` on port
 0, logging to a file in the temp home at ``warning`` (``--log-level info`` to
 see what the default ``info`` level costs), no console. Once the gateway is up, the
 garbage collector is set up as ``switchboard run`` sets it up (``settle_heap`` in
-``gateway/runner.py``: the start-up heap frozen, higher thresholds).
+``gateway/runner.py``: the start-up heap frozen, higher thresholds). The event
+loop is the one ``switchboard run`` picks (``gateway.event_loop: auto``: uvloop
+when installed); ``--loop asyncio`` measures asyncio's own, and ``event_loop`` in
+the figures says which ran. Gateway and floor always share the loop.
 
 Each of ROUNDS rounds runs four systems in turn on fresh temp directories -
 gateway and floor in closed loop, then gateway and floor paced - so gateway
@@ -85,6 +88,7 @@ import structlog
 
 from bench.common import CpuSteal, emit, percentile, say
 from bench.gateway_systems import CACHE, MAX_CONCURRENT, System, start_floor, start_gateway
+from gateway import event_loop
 from gateway.logs import configure_logging
 
 SESSIONS, MESSAGES = 1000, 20
@@ -290,6 +294,7 @@ async def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "debounce_ms": 0,
         "log_level": args.log_level,
         "prompt_caching": CACHE.enabled,
+        "event_loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
         "load_avg_1m": max(load_before, os.getloadavg()[0]),
         "cpu_steal_pct": steal.percent(),
         "quick": bool(args.quick),
@@ -311,6 +316,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     parser.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))
     parser.add_argument("--profile", metavar="FILE", help="cProfile the gateway throughput phase into FILE")
+    parser.add_argument(
+        "--loop", default="auto", choices=("auto", "uvloop", "asyncio"),
+        help="the event loop, as gateway.event_loop (default: auto, what `switchboard run` uses)",
+    )  # fmt: skip
     return parser.parse_known_args(argv)[0]  # `python -m bench` passes every benchmark the same arguments
 
 
@@ -319,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-gateway-") as tmp:
         configure_logging(level=args.log_level, file=Path(tmp) / "gateway.log", console=False)
         try:
-            figures = asyncio.run(measure(args, Path(tmp)))
+            figures = event_loop.run(measure(args, Path(tmp)), event_loop.loop_factory(args.loop))
         finally:
             logging.shutdown()
             for handler in list(logging.getLogger().handlers):

@@ -303,6 +303,8 @@ class GatewayConfig(Section):
     """On shutdown, seconds running turns may take to finish before they are stopped."""
     tool_progress: bool = True
     """While a turn calls tools, show one message saying what the agent is doing, edited as it goes."""
+    event_loop: Literal["auto", "uvloop", "asyncio"] = "auto"
+    """``auto``: uvloop when installed (it is a dependency on Linux and macOS), else asyncio's loop."""
     undelivered_retry_every: Annotated[float, _between(1.0, 3600.0)] = 60.0
     """Seconds between new attempts at replies a platform could not take (an outage, a long rate limit)."""
     undelivered_keep_hours: Annotated[float, _between(0.0, 168.0)] = 24.0

@@ -142,6 +142,7 @@ class Gateway:
         log.info(
             "gateway.started", version=version(), adapters=running, of=len(self._adapters),
             model=self._agent.router.primary.model, context=self._agent.window.tokens, replayed=len(unfinished),
+            loop=type(asyncio.get_running_loop()).__module__.split(".")[0],
         )  # fmt: skip
         return running
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
+import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -29,13 +29,20 @@ def run_command(
 ) -> int:
     """The whole process: home, config, logging, the gateway, a clean exit status."""
     loaded = load_config_or_exit(args, create_home=True)
+    from gateway import event_loop
+
+    try:
+        new_loop = event_loop.loop_factory(loaded.settings.gateway.event_loop)
+    except RuntimeError as error:
+        print(f"switchboard: {error}", file=sys.stderr)
+        return 2
     setup_logging(loaded)
     # Imported here, not at the top: the runner pulls in storage and aiohttp, which
     # `switchboard --version` and `check` should not pay for.
     from gateway.runner import run_gateway
 
     try:
-        return asyncio.run(run_gateway(loaded, extra_adapters, extra_access))
+        return event_loop.run(run_gateway(loaded, extra_adapters, extra_access), new_loop)
     finally:
         shutdown_logging()
 

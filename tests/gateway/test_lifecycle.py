@@ -27,9 +27,9 @@ gateway:
 """
 
 
-def start_gateway(home: Path, *extra: str) -> subprocess.Popen[str]:
+def start_gateway(home: Path, *extra: str, event_loop: str = "auto") -> subprocess.Popen[str]:
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.yaml").write_text(CONFIG, encoding="utf-8")
+    (home / "config.yaml").write_text(CONFIG + f"  event_loop: {event_loop}\n", encoding="utf-8")
     return subprocess.Popen(
         [sys.executable, "-m", "tests.fakes.run_gateway", *extra],
         cwd=REPO,
@@ -58,13 +58,18 @@ def stop(process: subprocess.Popen[str], signum: int) -> tuple[int, str]:
     return process.returncode, err
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_health_while_running_then_clean_exit_with_storage_closed(tmp_path: Path, signum: int) -> None:
+@pytest.mark.parametrize(
+    ("signum", "event_loop", "runs_on"),
+    [(signal.SIGTERM, "auto", "uvloop"), (signal.SIGINT, "auto", "uvloop"), (signal.SIGTERM, "asyncio", "asyncio")],
+)
+def test_health_while_running_then_clean_exit_with_storage_closed(
+    tmp_path: Path, signum: int, event_loop: str, runs_on: str
+) -> None:
     log_path = tmp_path / "logs" / "gateway.log"
-    process = start_gateway(tmp_path)
+    process = start_gateway(tmp_path, event_loop=event_loop)
     try:
         url = wait_for_log(log_path, r"health\.listening url=(\S+)", process=process).group(1)
-        wait_for_log(log_path, r"gateway\.started", process=process)
+        wait_for_log(log_path, rf"gateway\.started .*loop={runs_on}", process=process)
         status, body = get_json(url)
         assert status == 200
         assert body["status"] == "ok"
