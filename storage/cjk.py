@@ -24,11 +24,11 @@ with the content.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from storage.call_text import readable_calls
 from storage.records import ToolCallRecord
 
 __all__ = ["CJK_CLASS", "cjk_tokens", "has_cjk", "message_cjk_tokens", "query_tokens", "split_runs"]
@@ -97,19 +97,5 @@ def query_tokens(run: str) -> tuple[list[str], bool]:
 
 
 def message_cjk_tokens(content: str, tool_name: str | None, tool_calls: Sequence[ToolCallRecord]) -> str | None:
-    """The ``search_cjk`` value of one message: its content, tool name and tool calls."""
-    texts: list[str | None] = [content, tool_name]
-    for call in tool_calls:
-        texts.append(call.name)
-        texts.append(_readable_arguments(call.arguments))
-    return cjk_tokens(texts)
-
-
-def _readable_arguments(arguments: str) -> str:
-    """Arguments as text a person would search: ``\\u90e8`` escapes decoded."""
-    if "\\u" not in arguments:
-        return arguments
-    try:
-        return json.dumps(json.loads(arguments), ensure_ascii=False)
-    except ValueError:
-        return arguments
+    """The ``search_cjk`` value of one message: its content, tool name and tool calls (as the index reads them)."""
+    return cjk_tokens([content, tool_name, readable_calls(tool_calls)])

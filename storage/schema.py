@@ -15,8 +15,10 @@ Notes on the layout:
   session's message count is its last ``seq`` (one index probe; no counter to
   update on every append), and the history cache can check itself cheaply.
 * ``messages_fts`` is an external-content FTS5 index over the message text,
-  the tool name and the tool-call JSON (so arguments are searchable); triggers
-  keep it in step with ``messages``. From version 2 it also covers
+  the tool name and the tool calls (so arguments are searchable; from version 7
+  as decoded text, see ``storage/call_text.py``); triggers keep it in step with
+  ``messages``. As the index does not hold the stored JSON, never 'rebuild' it:
+  refill it as migration 7 does. From version 2 it also covers
   ``search_cjk`` (see ``storage/cjk.py``). Its automatic merging is off: the
   writer merges in small slices between transactions instead, so no single
   append pays for a large merge.
@@ -33,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from storage.call_text import readable_calls_sql
 from storage.cjk import message_cjk_tokens
 from storage.records import tool_calls_from_json
 
@@ -70,11 +73,28 @@ TOKENIZER: Final = "unicode61 remove_diacritics 2"
 def _fts_ddl(columns: Sequence[str]) -> tuple[str, ...]:
     """The FTS table and the three triggers that mirror ``messages`` into it."""
     cols = ", ".join(columns)
-    new = ", ".join(f"new.{c}" for c in columns)
-    old = ", ".join(f"old.{c}" for c in columns)
     return (
         f"CREATE VIRTUAL TABLE messages_fts USING fts5({cols}, content='messages', "
         f"content_rowid='id', tokenize='{TOKENIZER}')",
+        *_fts_triggers(columns),
+    )
+
+
+def _indexed(column: str, row: str) -> str:
+    """What the index takes for ``column`` of ``row`` (``new``/``old``/a table alias), from version 7."""
+    return readable_calls_sql(f"{row}.{column}") if column == "tool_calls" else f"{row}.{column}"
+
+
+def _as_stored(column: str, row: str) -> str:
+    return f"{row}.{column}"
+
+
+def _fts_triggers(columns: Sequence[str], value: Callable[[str, str], str] = _as_stored) -> tuple[str, ...]:
+    """The triggers that mirror ``messages`` into ``messages_fts``; ``value(column, row)`` is what is indexed."""
+    cols = ", ".join(columns)
+    new = ", ".join(value(c, "new") for c in columns)
+    old = ", ".join(value(c, "old") for c in columns)
+    return (
         f"""CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
             INSERT INTO messages_fts(rowid, {cols}) VALUES (new.id, {new});
         END""",
@@ -286,6 +306,43 @@ _V6_WORDS: Final = (
     "INSERT INTO search_progress (singleton, words_through) VALUES (1, 0)",
 )
 
+# Until version 6 the index took the tool-call JSON as stored, arguments escaped twice
+# (``storage/call_text.py``). Version 7 indexes the decoded text: new triggers, the
+# index refilled from the messages, and the substring vocabulary (which holds the
+# escaped words too) emptied so the background indexer reads every message again.
+def _recompute_search_cjk(conn: sqlite3.Connection, chunk: int = 2000) -> None:
+    """``search_cjk`` of tool-call messages, from the decoded arguments (it held them re-encoded as JSON)."""
+    last_id = 0
+    while True:
+        rows = conn.execute(
+            "SELECT id, content, tool_name, tool_calls FROM messages "
+            "WHERE id > ? AND tool_calls IS NOT NULL AND search_cjk IS NOT NULL ORDER BY id LIMIT ?",
+            (last_id, chunk),
+        ).fetchall()
+        if not rows:
+            return
+        last_id = rows[-1][0]
+        conn.executemany(
+            "UPDATE messages SET search_cjk = ? WHERE id = ?",
+            [(message_cjk_tokens(content, name, tool_calls_from_json(calls)), id_) for id_, content, name, calls in rows],
+        )
+
+
+_V7_DROP_TRIGGERS: Final = (
+    "DROP TRIGGER messages_fts_insert",
+    "DROP TRIGGER messages_fts_delete",
+    "DROP TRIGGER messages_fts_update",
+)
+_V7_READABLE_CALLS: Final = (
+    *_fts_triggers(FTS_COLUMNS, _indexed),
+    "INSERT INTO messages_fts(messages_fts) VALUES ('delete-all')",
+    f"""INSERT INTO messages_fts(rowid, {", ".join(FTS_COLUMNS)})
+        SELECT id, {", ".join(_indexed(c, "m") for c in FTS_COLUMNS)} FROM messages AS m""",
+    "DELETE FROM search_words",
+    "INSERT INTO search_words_tri(search_words_tri) VALUES ('delete-all')",
+    "UPDATE search_progress SET words_through = 0 WHERE singleton = 1",
+)
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "sessions, messages and word search", _statements(*_V1_CORE, *_fts_ddl(_V1_FTS_COLUMNS))),
     Migration(
@@ -305,6 +362,11 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(4, "gateway DM pairing", _statements(*_V4_PAIRING)),
     Migration(5, "a row per model call, for usage over time", _statements(*_V5_USAGE)),
     Migration(6, "substring search: a vocabulary of message words with a trigram index", _statements(*_V6_WORDS)),
+    Migration(
+        7,
+        "search tool-call arguments as decoded text, not escaped JSON",
+        _steps(_statements(*_V7_DROP_TRIGGERS), _recompute_search_cjk, _statements(*_V7_READABLE_CALLS)),
+    ),
 )
 
 LATEST: Final = MIGRATIONS[-1].version

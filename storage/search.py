@@ -22,6 +22,7 @@ from typing import Any, Final
 
 import aiosqlite
 
+from storage.call_text import readable_calls
 from storage.cjk import CJK_CLASS
 from storage.query import Needle, ParsedQuery, parse_query
 from storage.records import SearchHit, tool_calls_from_json
@@ -97,9 +98,8 @@ async def _ranked(conn: aiosqlite.Connection, parsed: ParsedQuery, limit: int, p
 
 
 def _readable_calls(tool_calls_json: str | None) -> str | None:
-    """Tool calls as ``name arguments`` lines, for excerpts."""
-    calls = tool_calls_from_json(tool_calls_json)
-    return "\n".join(f"{call.name} {call.arguments}" for call in calls) if calls else None
+    """Tool calls as the index reads them (``storage/call_text.py``), for excerpts."""
+    return readable_calls(tool_calls_from_json(tool_calls_json))
 
 
 def _pattern(needles: tuple[Needle, ...]) -> re.Pattern[str] | None:

@@ -49,6 +49,7 @@ from typing import Final
 
 import aiosqlite
 
+from storage.call_text import readable_calls_sql
 from storage.cjk import CJK_CLASS
 from storage.schema import TOKENIZER
 
@@ -126,9 +127,9 @@ _SLICE_END: Final = """
         ORDER BY id LIMIT ?
     )
 """
-_FILL_SCRATCH: Final = """
+_FILL_SCRATCH: Final = f"""
     INSERT INTO temp.word_scratch (rowid, content, tool_name, tool_calls)
-    SELECT id, content, tool_name, tool_calls FROM messages
+    SELECT id, content, tool_name, {readable_calls_sql("tool_calls")} FROM messages
     WHERE id > (SELECT words_through FROM search_progress WHERE singleton = 1) AND id <= ?
 """
 _BACKLOG: Final = """
@@ -195,12 +196,14 @@ _LOOKUP: Final = f"""
         WHERE search_words_tri MATCH ?1 ORDER BY length(w.word), w.word LIMIT {MAX_EXPANSION}
     )
     UNION ALL
-    SELECT 1, json_array(m.content, m.tool_name, m.tool_calls) FROM messages AS m
-    WHERE m.id > (
-        SELECT max(p.words_through, coalesce((SELECT max(id) FROM messages), 0) - {TAIL_ROWS})
-        FROM search_progress AS p WHERE p.singleton = 1
-    )
-    AND (m.content LIKE ?2 OR m.tool_name LIKE ?2 OR m.tool_calls LIKE ?2)
+    SELECT 1, json_array(m.content, m.tool_name, calls) FROM (
+        SELECT content, tool_name, {readable_calls_sql("tool_calls")} AS calls FROM messages
+        WHERE id > (
+            SELECT max(p.words_through, coalesce((SELECT max(id) FROM messages), 0) - {TAIL_ROWS})
+            FROM search_progress AS p WHERE p.singleton = 1
+        )
+    ) AS m
+    WHERE m.content LIKE ?2 OR m.tool_name LIKE ?2 OR m.calls LIKE ?2
 """
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from storage import SCHEMA_VERSION, NewMessage, SchemaError, SchemaTooNewError, Store
+from storage.cjk import cjk_tokens
 from storage.migrations import read_version, upgrade
 
 V1_SESSION = (
@@ -121,7 +122,7 @@ async def test_populated_version_5_gains_substring_search(db_path: Path) -> None
     make_v5_database(db_path)
     async with await Store.open(db_path, word_index_interval=None) as store:
         with sqlite3.connect(db_path) as conn:
-            assert read_version(conn) == SCHEMA_VERSION == 6
+            assert read_version(conn) == SCHEMA_VERSION
             assert conn.execute("SELECT words_through FROM search_progress").fetchone() == (0,)
         # before the vocabulary exists, old messages are found by the tail scan
         assert [h.seq for h in await store.search("ploy")] == [300]
@@ -135,3 +136,36 @@ async def test_populated_version_5_gains_substring_search(db_path: Path) -> None
         (record,) = await store.append_messages("s1", [NewMessage("user", "a later autodeploy")])
         assert record.seq == 301
         assert {h.seq for h in await store.search("ploy")} == {300, 301}
+
+
+ESCAPED_CALLS = json.dumps([
+    {"id": "c1", "name": "terminal", "arguments": json.dumps({"cmd": "make build\ntestsuite --fast"})},
+    {"id": "c2", "name": "weather", "arguments": json.dumps({"city": "Zürich", "region": "華東"})},  # as \u escapes
+])  # fmt: skip
+
+
+async def test_version_6_tool_call_arguments_become_searchable_as_text(db_path: Path) -> None:
+    with sqlite3.connect(db_path, isolation_level=None) as conn:
+        conn.execute("PRAGMA journal_mode = WAL")
+        assert upgrade(conn, db_path, target=6) == 6
+        conn.execute(V1_SESSION, ("s1", "telegram:1", "1", "ops", 1000.0))
+        conn.execute(V1_MESSAGE, ("s1", 1, "assistant", "", ESCAPED_CALLS, None, 2000.0))
+        # What version 6 wrote for it: the arguments re-encoded as JSON around the character pairs.
+        old_stream = cjk_tokens([json.dumps({"city": "Zürich", "region": "華東"}, ensure_ascii=False)])
+        conn.execute("UPDATE messages SET search_cjk = ?", (old_stream,))
+        conn.execute("UPDATE search_progress SET words_through = 1")  # as the indexer left it, escapes and all
+        conn.execute("INSERT INTO search_words (word) VALUES ('ntestsuite')")
+        assert conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'testsuite'").fetchone() == (0,)
+    async with await Store.open(db_path, word_index_interval=None) as store:
+        assert [h.seq for h in await store.search("testsuite")] == [1]
+        assert [h.seq for h in await store.search("Zürich")] == [1]
+        assert [h.seq for h in await store.search("zurich")] == [1]
+        assert [h.seq for h in await store.search("華東")] == [1]
+        with sqlite3.connect(db_path) as conn:  # the vocabulary is read again from the start
+            assert conn.execute("SELECT words_through FROM search_progress").fetchone() == (0,)
+            assert conn.execute("SELECT count(*) FROM search_words").fetchone() == (0,)
+            (cjk,) = conn.execute("SELECT search_cjk FROM messages").fetchone()
+            assert '"region"' not in cjk and "華東" in cjk  # rebuilt from the decoded arguments
+            assert conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')").fetchall() == []
+        assert await store.index_words() == 1
+        assert [h.seq for h in await store.search("suite")] == [1]  # a substring, through the vocabulary

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
@@ -75,6 +77,24 @@ async def test_tool_call_arguments_and_tool_names_are_searchable(store: Store, c
     assert ids(hits) == {corpus["call"]}
     assert f"{OPEN}kubectl{CLOSE}" in hits[0].snippet
     assert ids(await store.search("terminal")) == {corpus["call"], corpus["result"]}
+
+
+async def test_tool_call_arguments_are_searched_as_the_text_they_hold(store: Store) -> None:
+    # Arguments arrive as a JSON string: newlines, quotes and non-ASCII letters are escaped
+    # in it (``\n``, ``\"``, ``\u00fc``), and must not stick to the words or hide them.
+    session = await new_session(store, "telegram:3")
+    arguments = json.dumps({"cmd": "make build\ntestsuite --fast", "note": 'say "hello"', "city": "Zürich",
+                            "topic": "部署", "path": "C:\\temp\\report.txt"})  # fmt: skip
+    assert "\\u00fc" in arguments and "\\n" in arguments  # as an OpenAI-style model sends them
+    call = {"id": "c9", "name": "run_shell", "arguments": arguments}
+    (record,) = await store.append_messages(session.id, [NewMessage("assistant", "", tool_calls=[call])])
+    for query in ("testsuite", "Zürich", "zurich", '"hello"', "部署", "report.txt", "temp"):
+        assert ids(await store.search(query)) == {record.id}, query
+    assert ids(await store.search("ntestsuite")) == set() and ids(await store.search("u00fc")) == set()
+    (hit,) = await store.search("testsuite")
+    assert f"run_shell make build {OPEN}testsuite{CLOSE} --fast" in hit.snippet  # the text, not the JSON
+    await store.index_words()
+    assert ids(await store.search("suite")) == {record.id}  # a substring, through the vocabulary
 
 
 @pytest.mark.parametrize(
