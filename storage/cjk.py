@@ -98,4 +98,13 @@ def query_tokens(run: str) -> tuple[list[str], bool]:
 
 def message_cjk_tokens(content: str, tool_name: str | None, tool_calls: Sequence[ToolCallRecord]) -> str | None:
     """The ``search_cjk`` value of one message: its content, tool name and tool calls (as the index reads them)."""
-    return cjk_tokens([content, tool_name, readable_calls(tool_calls)])
+    calls = readable_calls(tool_calls) if any(_may_hold_cjk(call) for call in tool_calls) else None
+    return cjk_tokens([content, tool_name, calls])
+
+
+def _may_hold_cjk(call: ToolCallRecord) -> bool:
+    """Whether a call's readable text can hold CJK: written out, or as ``\\u`` escapes in its arguments.
+
+    Decoding the arguments is the costly part, and most calls hold neither.
+    """
+    return "\\u" in call.arguments or has_cjk(call.arguments) or has_cjk(call.name)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from storage.cjk import cjk_tokens, query_tokens
+from storage.call_text import readable_calls
+from storage.cjk import cjk_tokens, message_cjk_tokens, query_tokens
 from storage.query import parse_query
+from storage.records import ToolCallRecord
 
 
 @pytest.mark.parametrize(
@@ -46,6 +49,25 @@ def test_cjk_index_tokens() -> None:
     assert cjk_tokens(["大别山"]) == "大别 别山 山"
     assert cjk_tokens(["用docker部署", None, "plain"]) == "用 docker 部署 署"
     assert cjk_tokens(["only latin", None]) is None
+
+
+_ARGUMENT_VALUES = st.one_of(st.text(alphabet="ab 部署\n\"é"), st.integers(), st.booleans(), st.none())
+
+
+@given(
+    content=st.text(alphabet="ab 大别山"),
+    calls=st.lists(
+        st.tuples(st.sampled_from(["terminal", "搜索"]), st.dictionaries(st.sampled_from(["q", "路径"]), _ARGUMENT_VALUES),
+                  st.booleans()),
+        max_size=3,
+    ),
+)  # fmt: skip
+def test_message_cjk_tokens_read_tool_calls_as_the_index_does(content: str, calls: list) -> None:
+    # The shortcut that skips decoding calls with no CJK in them changes nothing: escaped (\u90e8)
+    # or written out, the pairs come from the decoded arguments, and JSON around them is never indexed.
+    records = [ToolCallRecord(f"c{n}", name, json.dumps(args, ensure_ascii=escaped))
+               for n, (name, args, escaped) in enumerate(calls)]  # fmt: skip
+    assert message_cjk_tokens(content, None, records) == cjk_tokens([content, None, readable_calls(records)])
     assert query_tokens("大别山") == (["大别", "别山"], False)
 
 
