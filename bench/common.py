@@ -7,6 +7,7 @@ one JSON object as the very last line of its output so scripts can read it.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from collections.abc import Sequence
@@ -14,11 +15,31 @@ from pathlib import Path
 from typing import Any
 
 
-def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
+def parse_args(description: str, argv: Sequence[str] | None = None, *, loop: bool = False) -> argparse.Namespace:
+    """``--quick`` and ``--json``; with ``loop``, ``--loop`` too (see :func:`add_loop_option`)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="a smaller run that finishes within a minute")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-    return parser.parse_args(argv)
+    if loop:
+        add_loop_option(parser)
+    return parser.parse_known_args(argv)[0]  # `python -m bench` passes every benchmark the same arguments
+
+
+def add_loop_option(parser: argparse.ArgumentParser) -> None:
+    """``--loop auto|uvloop|asyncio``: the event loop to measure on, as ``gateway.event_loop``.
+
+    The default is what ``switchboard run`` uses (uvloop where installed): a benchmark of the
+    gateway or the store measures them on the loop they run on in production.
+    """
+    parser.add_argument(
+        "--loop", default="auto", choices=("auto", "uvloop", "asyncio"),
+        help="the event loop, as gateway.event_loop (default: auto, what `switchboard run` uses)",
+    )  # fmt: skip
+
+
+def loop_name() -> str:
+    """The running event loop's library: ``uvloop`` or ``asyncio``."""
+    return type(asyncio.get_running_loop()).__module__.split(".")[0]
 
 
 def say(text: str) -> None:

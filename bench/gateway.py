@@ -86,7 +86,7 @@ from typing import Any
 
 import structlog
 
-from bench.common import CpuSteal, emit, percentile, say
+from bench.common import CpuSteal, add_loop_option, emit, loop_name, percentile, say
 from bench.gateway_systems import CACHE, MAX_CONCURRENT, System, start_floor, start_gateway
 from gateway import event_loop
 from gateway.logs import configure_logging
@@ -294,7 +294,7 @@ async def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "debounce_ms": 0,
         "log_level": args.log_level,
         "prompt_caching": CACHE.enabled,
-        "event_loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
+        "event_loop": loop_name(),
         "load_avg_1m": max(load_before, os.getloadavg()[0]),
         "cpu_steal_pct": steal.percent(),
         "quick": bool(args.quick),
@@ -316,10 +316,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     parser.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))
     parser.add_argument("--profile", metavar="FILE", help="cProfile the gateway throughput phase into FILE")
-    parser.add_argument(
-        "--loop", default="auto", choices=("auto", "uvloop", "asyncio"),
-        help="the event loop, as gateway.event_loop (default: auto, what `switchboard run` uses)",
-    )  # fmt: skip
+    add_loop_option(parser)
     return parser.parse_known_args(argv)[0]  # `python -m bench` passes every benchmark the same arguments
 
 

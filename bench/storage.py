@@ -1,6 +1,6 @@
 """Storage benchmark: group-commit appends, search and history loads against a raw-sqlite floor.
 
-``python -m bench.storage [--quick] [--json]``
+``python -m bench.storage [--quick] [--json] [--loop asyncio]``
 
 1. Preload (not measured): a database made by ``Store.open`` is filled with
    raw sqlite3: 1,000 sessions of 100 messages (100k messages, quick mode
@@ -37,6 +37,13 @@ Messages look like an agent's: a user question, an assistant turn with a tool
 call, the tool's output, and a final answer; about 400 bytes on average
 (``mean_message_bytes``: content plus tool-call JSON). The harness freezes its
 own objects out of the garbage collector (``gc.freeze()``) before measuring.
+
+The store runs on the event loop ``switchboard run`` gives the gateway
+(``gateway.event_loop: auto``: uvloop where installed), since that is the loop
+its callers are on in production; ``--loop asyncio`` measures asyncio's own,
+and ``event_loop`` in the figures says which ran. The loop matters here: each
+commit hands 100 results back to it, and the writer waits while it wakes the
+callers and takes their next messages.
 """
 
 from __future__ import annotations
@@ -56,7 +63,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import CpuSteal, emit, parse_args, percentile, say
+from bench.common import CpuSteal, emit, loop_name, parse_args, percentile, say
+from gateway import event_loop
 from storage import NewMessage, Store
 from storage.messages import prepare_append
 
@@ -320,7 +328,8 @@ async def history_loads(store: Store, count: int, repeat: int) -> dict[str, floa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(__doc__.splitlines()[0], argv)
+    args = parse_args(__doc__.splitlines()[0], argv, loop=True)
+    loop = event_loop.loop_factory(args.loop)
     per_session = 100 if args.quick else 300
     corpus = Corpus(seed=7)
     with tempfile.TemporaryDirectory(prefix="bench-storage-") as tmp:
@@ -328,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         started = time.perf_counter()
         planted = preload(base, corpus, PRELOAD_SESSIONS, PRELOAD_PER_SESSION, plant=10 if args.quick else 20)
         say(f"preloaded {PRELOAD_SESSIONS * PRELOAD_PER_SESSION:,} messages in {time.perf_counter() - started:.1f} s")
-        vocabulary_s, vocabulary_words = asyncio.run(build_vocabulary(base))
+        vocabulary_s, vocabulary_words = event_loop.run(build_vocabulary(base), loop)
         say(f"substring vocabulary: {vocabulary_words:,} words in {vocabulary_s:.1f} s")
         workload = [corpus.messages(per_session, start=10_000_000 + s * per_session) for s in range(SESSIONS)]
         gc.collect()
@@ -344,8 +353,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for copy in (floor_db, store_db, bare_db):
                 shutil.copyfile(base, copy)
             raw_rate = floor(floor_db, workload)
-            rate, latencies, lag = asyncio.run(_append_round(store_db, workload))
-            bare_rate, bare_latencies, _ = asyncio.run(_append_round(bare_db, workload, indexer=False))
+            rate, latencies, lag = event_loop.run(_append_round(store_db, workload), loop)
+            bare_rate, bare_latencies, _ = event_loop.run(_append_round(bare_db, workload, indexer=False), loop)
             say(f"round {index + 1}: floor {raw_rate:,.0f} rows/s, store {rate:,.0f} messages/s "
                 f"(indexer off: {bare_rate:,.0f}; left to index: {lag:,})")  # fmt: skip
             rounds.append((raw_rate, rate, latencies))
@@ -358,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         many_db = Path(tmp) / "many.db"
         shutil.copyfile(base, many_db)
         many_rate = floor(many_db, workload, bulk=False)
-        results = asyncio.run(_read_phase(store_db, planted, corpus, quick=args.quick))
+        results = event_loop.run(_read_phase(store_db, planted, corpus, quick=args.quick), loop)
     ratios = [rate / raw_rate for raw_rate, rate, _ in rounds]
     latencies = [sample for _, _, samples in rounds for sample in samples]
     sizes = [_message_bytes(message) for messages in workload for message in messages]
@@ -406,12 +415,13 @@ async def _append_round(
 
 async def _read_phase(
     path: Path, planted: dict[str, list[str]], corpus: Corpus, *, quick: bool
-) -> dict[str, float]:
+) -> dict[str, Any]:
     repeat = 5 if quick else 20
+    results: dict[str, Any] = {"event_loop": loop_name()}
     store = await Store.open(path)
     try:
         await store.index_words()  # what the last round left, as the background indexer would
-        results = await searches(store, planted, repeat=repeat)
+        results.update(await searches(store, planted, repeat=repeat))
         results["search_substring_p50_ms"] = await substring_searches(store, planted["rare"], repeat)
         results.update(await history_loads(store, count=100 if quick else 300, repeat=repeat))
     finally:

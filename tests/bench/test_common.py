@@ -1,10 +1,11 @@
-"""The benchmarks' shared helpers: the CPU steal figure reported next to their results."""
+"""The benchmarks' shared helpers: the CPU steal figure reported next to their results, the options."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.common import CpuSteal
+from bench.common import CpuSteal, loop_name, parse_args
+from gateway import event_loop
 
 
 def stat_line(user: int, idle: int, steal: int) -> str:
@@ -27,3 +28,19 @@ def test_no_figure_where_it_cannot_be_read(tmp_path: Path) -> None:
     stat.write_text(stat_line(user=1, idle=1, steal=0))
     meter = CpuSteal(stat)
     assert meter.percent() is None  # no time has passed
+
+
+def test_the_loop_option_defaults_to_what_switchboard_run_uses() -> None:
+    assert parse_args("x", [], loop=True).loop == "auto"
+    assert parse_args("x", ["--quick", "--loop", "asyncio"], loop=True).loop == "asyncio"
+    # `python -m bench` hands every benchmark the same arguments: one's option is no other's error
+    args = parse_args("x", ["--json", "--loop", "asyncio", "--log-level", "info"])
+    assert args.json and not hasattr(args, "loop")
+
+
+def test_loop_name_says_which_loop_ran() -> None:
+    async def name() -> str:
+        return loop_name()
+
+    assert event_loop.run(name(), event_loop.loop_factory("asyncio")) == "asyncio"
+    assert event_loop.run(name(), event_loop.loop_factory("uvloop")) == "uvloop"
