@@ -49,10 +49,14 @@ from adapters.base import (
 from gateway.events import InboundMessage, Markup, OutboundMessage
 from gateway.formatting import Chunk, render
 from gateway.keyed_locks import KeyedLocks
+from gateway.logs import bind, short_turn_id
 from gateway.metrics import Metrics
 from storage import MessageAppend, OutboxChunk, OutboxRecord, Store
 
 log = structlog.get_logger("gateway.delivery")
+
+PROGRESS_PREFIX = "progress:"
+"""A tool-progress message's outbox turn id is this before its turn's (``gateway/progress.py``)."""
 
 Sleep = Callable[[float], Awaitable[None]]
 Spawn = Callable[..., Any]
@@ -268,8 +272,9 @@ class Delivery:
                     # Read again under the lock: a reply still going out when the rows were listed
                     # (a turn stopped at shutdown) may have sent this chunk since.
                     record = await self._store.outbox_get(listed.id) or listed
-                    if await self._deliver_held(adapter, record, resumed=True):
-                        delivered += 1
+                    with bind(turn=_log_turn(record)):  # outside any turn now: name the one it came from
+                        if await self._deliver_held(adapter, record, resumed=True):
+                            delivered += 1
                     if chat in self._stalled:
                         break  # deferred again: the chunks after it wait, in order
         finally:
@@ -353,7 +358,7 @@ class Delivery:
             await self._store.outbox_mark_failed(record.id, reason)  # counted; the row stays pending
             self._stalled.add(chat)
             log.warning("delivery.deferred", platform=record.platform, chat=record.chat_id, chunk=record.chunk_index,
-                        turn=record.turn_id, reason=reason, hint="the chat is tried again in the background")  # fmt: skip
+                        reason=reason, hint="the chat is tried again in the background")  # fmt: skip
             return None
         return await self._give_up(record, reason)
 
@@ -377,8 +382,13 @@ class Delivery:
         await self._store.outbox_mark_failed(record.id, reason, give_up=True)
         self._metrics.errors.inc("delivery")
         log.error("delivery.failed", platform=record.platform, chat=record.chat_id, chunk=record.chunk_index,
-                  turn=record.turn_id, reason=reason)  # fmt: skip
+                  reason=reason)  # fmt: skip
         return None
+
+
+def _log_turn(record: OutboxRecord) -> str:
+    """The ``turn=`` of a chunk's log lines: its turn's (a progress message's too), else its own reply's."""
+    return short_turn_id(record.turn_id.removeprefix(PROGRESS_PREFIX))
 
 
 def chunk_nonce(record: OutboxRecord) -> str:

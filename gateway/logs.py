@@ -14,6 +14,7 @@ the same formatter, so their lines look alike and are redacted too.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import logging.handlers
@@ -21,6 +22,7 @@ import math
 import re
 import sys
 import time
+import uuid
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -274,6 +276,19 @@ def configure_logging(
 def shutdown_logging() -> None:
     """Flush and close every handler (the last thing the process does)."""
     logging.shutdown()
+
+
+_TURN_ID_NAMESPACE = uuid.NAMESPACE_URL.bytes
+
+
+def short_turn_id(turn_id: str) -> str:
+    """The 8 hex characters gateway.log shows as ``turn=``: those of ``uuid5(NAMESPACE_URL, turn_id)``
+    (its first bytes are the SHA-1's), without building the UUID.
+
+    A turn's id is ``PLATFORM:EVENT_ID`` of the message that started it, so the line that accepted
+    that message carries the same ``turn=``; a chunk's outbox row keeps the turn's full id, so
+    chunks sent again after a restart are logged under it too."""
+    return hashlib.sha1(_TURN_ID_NAMESPACE + turn_id.encode(), usedforsecurity=False).hexdigest()[:8]
 
 
 def bind(**fields: Any) -> AbstractContextManager[None]:

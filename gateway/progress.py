@@ -22,7 +22,7 @@ from typing import Final
 
 import structlog
 
-from gateway.delivery import Delivery
+from gateway.delivery import PROGRESS_PREFIX, Delivery
 from storage import OutboxRecord
 
 log = structlog.get_logger("gateway.progress")
@@ -72,7 +72,7 @@ class ToolProgress:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._delivery = delivery
-        self._turn_id = f"progress:{turn_id}"
+        self._turn_id = f"{PROGRESS_PREFIX}{turn_id}"
         self._platform = platform
         self._chat_id = chat_id
         self._thread_id = thread_id

@@ -23,9 +23,7 @@ delivers the stored reply: every inbound message gets exactly one reply.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,7 +44,7 @@ from gateway.conversations import Conversation, Conversations
 from gateway.convert import to_new
 from gateway.delivery import Delivery
 from gateway.events import ChatType, InboundMessage
-from gateway.logs import bind
+from gateway.logs import bind, short_turn_id
 from gateway.metrics import Metrics
 from gateway.progress import ToolProgress
 from gateway.session_key import session_key_for
@@ -186,7 +184,7 @@ class TurnRunner:
         try:
             async with self._slots:  # the agent's work only: delivering the reply (or progress) holds no slot
                 history = await self._repair_tail(ref, history)
-                log.info("turn.started", messages=len(batch), history=len(history))
+                log.info("turn.started", messages=len(batch), history=len(history), **_joined(batch))
                 history = await self._hygiene(ref, conversation, history, batch[0])
                 progress = self._progress_for(turn_id, batch[0])
                 reply, stored_with_reply = await self._reply(ref, conversation, history, batch, started, shared, progress)
@@ -413,13 +411,11 @@ class _Persist:
             self._metrics.cost.inc(amount=cost_usd)
 
 
-_TURN_ID_NAMESPACE = uuid.NAMESPACE_URL.bytes
-
-
-def short_turn_id(turn_id: str) -> str:
-    """The 8 hex characters gateway.log shows as ``turn=``: those of ``uuid5(NAMESPACE_URL, turn_id)``
-    (its first bytes are the SHA-1's), without building the UUID."""
-    return hashlib.sha1(_TURN_ID_NAMESPACE + turn_id.encode(), usedforsecurity=False).hexdigest()[:8]
+def _joined(batch: Sequence[InboundMessage]) -> dict[str, str]:
+    """``joined=``: the ``turn=`` ids the later messages of a coalesced turn were accepted under."""
+    if len(batch) < 2:
+        return {}
+    return {"joined": ",".join(short_turn_id(f"{m.platform}:{m.event_id}") for m in batch[1:])}
 
 
 def _recent_turns_start(history: Sequence[ChatMessage]) -> int:
