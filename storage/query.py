@@ -12,7 +12,9 @@ What people can use:
 * ``"exact phrase"``: a phrase; an unbalanced quote is ignored.
 * ``deploy*``: a prefix (a ``*`` elsewhere in a term is dropped).
 * ``docker OR podman``, ``docker NOT compose``: upper-case operators between
-  terms; a dangling or repeated operator is dropped.
+  terms; a dangling or repeated operator is dropped, except a ``NOT`` with no
+  term before it, which is searched as the word (``NOT FOUND``): dropping it
+  would find what the user asked to leave out.
 * ``my-app.config.ts``, ``P2.2``: punctuation splits the term into a phrase of
   its parts, as the index tokenized them.
 * CJK of any length, also glued to other text (``用docker部署``): see
@@ -140,10 +142,13 @@ def parse_query(text: str) -> ParsedQuery:
     parts: list[str | _Slot] = []  # terms and operators, alternating once cleaned
     needles: list[Needle] = []
     for phrase, bare in _CHUNK.findall(_balanced(_CONTROL.sub(" ", text[:MAX_QUERY_LENGTH]))):
-        if bare in _OPERATORS:
-            if parts and parts[-1] not in _OPERATORS:
+        follows_term = bool(parts) and parts[-1] not in _OPERATORS
+        if bare in _OPERATORS and (follows_term or bare != "NOT"):
+            if follows_term:
                 parts.append(bare)
             continue
+        # A NOT with no term before it excludes nothing (FTS5 has no "everything but"): dropping it
+        # would search for what the user wanted left out, so it is taken as the word ("NOT FOUND").
         raw = phrase if not bare else bare
         prefix = bool(bare) and bare.endswith("*")
         expression, term_needles = _term(raw.replace("*", " ") if bare else raw, prefix=prefix)

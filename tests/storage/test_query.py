@@ -24,7 +24,9 @@ from storage.records import ToolCallRecord
         ('"exact phrase" AND', '"exact phrase"'),
         ("chat-send P2.2", '"chat-send" AND "P2.2"'),
         ("a OR OR b NOT", '"a" OR "b"'),
-        ("NOT a", '"a"'),
+        ("NOT a", '"NOT" AND "a"'),  # not the opposite of what was asked: "a" alone
+        ("404 NOT FOUND", '"404" NOT "FOUND"'),
+        ("a OR NOT b", '"a" OR "NOT" AND "b"'),
         ('say "hi', '"say" AND "hi"'),
         ('quote"inside', '"quote" AND "inside"'),
         ("---", ""),

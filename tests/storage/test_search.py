@@ -79,6 +79,15 @@ async def test_tool_call_arguments_and_tool_names_are_searchable(store: Store, c
     assert ids(await store.search("terminal")) == {corpus["call"], corpus["result"]}
 
 
+async def test_a_leading_not_never_finds_what_it_asked_to_leave_out(store: Store) -> None:
+    session = await new_session(store, "telegram:4")
+    found, other = await store.append_messages(
+        session.id, [NewMessage("tool", "GET /health -> 404 NOT FOUND"), NewMessage("user", "found the health page")]
+    )
+    assert ids(await store.search("NOT FOUND")) == {found.id}
+    assert ids(await store.search("health NOT 404")) == {other.id}  # between terms it is the operator
+
+
 async def test_tool_call_arguments_are_searched_as_the_text_they_hold(store: Store) -> None:
     # Arguments arrive as a JSON string: newlines, quotes and non-ASCII letters are escaped
     # in it (``\n``, ``\"``, ``\u00fc``), and must not stick to the words or hide them.
