@@ -244,6 +244,9 @@ class SlackConfig(Section):
     """Channels the bot answers in (empty: any)."""
     allow_all: bool = False
     """Answer everyone in the workspace."""
+    require_mention: bool = True
+    """In channels, answer only @mentions and threads the bot takes part in; false: every message of the
+    channels the app is in (each top-level message opens a thread of its own)."""
 
 
 class PlatformsConfig(Section):

@@ -259,7 +259,7 @@ def access_from_config(loaded: LoadedConfig) -> AccessControl:
             ),
             "slack": AccessPolicy(
                 allowed_users=frozenset(p.slack.allowed_users), allow_all=p.slack.allow_all,
-                require_mention=True, allowed_chats=frozenset(p.slack.allowed_channels),
+                require_mention=p.slack.require_mention, allowed_chats=frozenset(p.slack.allowed_channels),
             ),
         }  # fmt: skip
     )

@@ -49,6 +49,8 @@ class SlackSettings:
     listen_host: str = "127.0.0.1"
     listen_port: int = 3000
     listen_path: str = "/slack/events"
+    require_mention: bool = True
+    """False: every channel message the app receives starts or continues a turn, not only mentions."""
 
 
 class SlackAdapter(Adapter):
@@ -79,6 +81,7 @@ class SlackAdapter(Adapter):
                 bot_token=section.bot_token or "", mode=section.mode, app_token=section.app_token,
                 signing_secret=section.signing_secret, api_base_url=section.api_base_url,
                 listen_host=listen.host, listen_port=listen.port, listen_path=listen.path,
+                require_mention=section.require_mention,
             )  # fmt: skip
         )
 
@@ -115,7 +118,9 @@ class SlackAdapter(Adapter):
         self._threads = ThreadMemory(self._client, self.bot)
         self._names = UserNames(self._client)
         self._lookup = PostedLookup(self._client, self.bot)
-        self._sink = EventSink(self.bot, self._threads, self._names, self._note_inbound)
+        self._sink = EventSink(
+            self.bot, self._threads, self._names, self._note_inbound, every_message=not self._settings.require_mention
+        )
         self._sink.open(intake)
         app = build_app(self._client, settings.signing_secret or "", self.bot, self._sink)
         if settings.mode == "http":

@@ -55,9 +55,16 @@ class EventSink:
     """Bolt's listener for every event: convert, hand to intake, decide the ack."""
 
     def __init__(
-        self, bot: BotIdentity, threads: ThreadMemory, names: UserNames, on_accepted: Callable[[], None]
+        self,
+        bot: BotIdentity,
+        threads: ThreadMemory,
+        names: UserNames,
+        on_accepted: Callable[[], None],
+        *,
+        every_message: bool = False,
     ) -> None:
         self._bot = bot
+        self._every_message = every_message
         self._threads = threads
         self._names = names
         self._on_accepted = on_accepted
@@ -78,7 +85,7 @@ class EventSink:
 
     async def __call__(self, body: dict[str, Any], request: AsyncBoltRequest) -> BoltResponse | None:
         fields = _fields(body, request.headers)
-        result = to_inbound(body, self._bot)
+        result = to_inbound(body, self._bot, every_message=self._every_message)
         if isinstance(result, Skip):
             log.debug("slack.event.ignored", reason=result.reason, **fields)
             return None

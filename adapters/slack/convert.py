@@ -9,6 +9,9 @@ Which events start a turn:
   a :class:`ThreadReply` and the event sink asks the adapter's thread memory
   (:mod:`adapters.slack.threads`) whether the bot is in that thread. Top-level
   channel messages without ``app_mention`` start nothing.
+* With ``every_message`` (``platforms.slack.require_mention: false``): every
+  channel message a person sends, top-level (its reply opens a thread under
+  it, as for a mention) or in any thread.
 
 A channel conversation lives in a thread: a mention inside a thread belongs to
 that thread (``thread_ts``), and a top-level mention becomes the root of a new
@@ -71,7 +74,9 @@ class ThreadReply:
         return self.message.chat_id, self.message.thread_id or ""
 
 
-def to_inbound(body: Mapping[str, Any], bot: BotIdentity) -> InboundMessage | ThreadReply | Skip:
+def to_inbound(
+    body: Mapping[str, Any], bot: BotIdentity, *, every_message: bool = False
+) -> InboundMessage | ThreadReply | Skip:
     """Convert one ``event_callback`` body (HTTP or Socket Mode) for the gateway."""
     event = body.get("event")
     if not isinstance(event, Mapping):
@@ -82,7 +87,7 @@ def to_inbound(body: Mapping[str, Any], bot: BotIdentity) -> InboundMessage | Th
     if kind == "message":
         if event.get("channel_type") == "im":
             return _direct_message(body, event, bot)
-        return _channel_message(body, event, bot)
+        return _channel_message(body, event, bot, every_message=every_message)
     return Skip(f"event type {kind} does not start a turn")
 
 
@@ -100,18 +105,21 @@ def _direct_message(body: Mapping[str, Any], event: Mapping[str, Any], bot: BotI
     return _message(body, event, bot, chat_type=ChatType.DM, thread_id=event.get("thread_ts"))
 
 
-def _channel_message(body: Mapping[str, Any], event: Mapping[str, Any], bot: BotIdentity) -> ThreadReply | Skip:
+def _channel_message(
+    body: Mapping[str, Any], event: Mapping[str, Any], bot: BotIdentity, *, every_message: bool
+) -> InboundMessage | ThreadReply | Skip:
     subtype = event.get("subtype")
     if subtype not in _THREAD_SUBTYPES:
         return Skip(f"channel message subtype {subtype}")
     thread_ts = event.get("thread_ts")
-    if not thread_ts or thread_ts == event.get("ts"):
+    top_level = not thread_ts or thread_ts == event.get("ts")
+    if top_level and not every_message:
         return Skip("top-level channel message: only an app_mention starts a turn there")
     if event.get("bot_id"):
-        return Skip("a bot's message in a channel thread")
-    result = _message(body, event, bot, chat_type=ChatType.GROUP, thread_id=str(thread_ts))
-    if isinstance(result, Skip):
-        return result
+        return Skip("a bot's message in a channel" + ("" if top_level else " thread"))
+    result = _message(body, event, bot, chat_type=ChatType.GROUP, thread_id=str(thread_ts or event.get("ts")))
+    if isinstance(result, Skip) or every_message:
+        return result  # a mention among them also arrives as app_mention: same id, so the inbox keeps one
     mentions_bot = result.mentioned
     return ThreadReply(replace(result, mentioned=True), mentions_bot=mentions_bot)
 

@@ -88,3 +88,19 @@ def test_channel_messages_that_continue_no_thread_are_skipped() -> None:
     assert skipped(ts="17.2", thread_ts="17.1", subtype="channel_join")
     assert not skipped(ts="17.2", thread_ts="17.1", subtype="thread_broadcast")
     assert not skipped(ts="17.2", thread_ts="17.1", subtype="file_share")
+
+
+def test_every_channel_message_starts_a_turn_when_mentions_are_not_required() -> None:
+    top = message("C1", "U1", "anyone know the deploy window?", channel_type="channel", ts="1700000003.000300")
+    in_thread = message("C1", "U1", "and a follow-up", channel_type="channel", ts="1700000004.000400",
+                        thread_ts="1700000001.000100")  # fmt: skip
+    assert isinstance(to_inbound(top, BOT), Skip)  # the default: only mentions at the top level
+    assert isinstance(to_inbound(in_thread, BOT), ThreadReply)  # ... and threads the bot takes part in
+    started = to_inbound(top, BOT, every_message=True)
+    assert isinstance(started, InboundMessage)
+    assert (started.thread_id, started.mentioned, started.chat_type) == ("1700000003.000300", False, ChatType.GROUP)
+    followed = to_inbound(in_thread, BOT, every_message=True)
+    assert isinstance(followed, InboundMessage) and followed.thread_id == "1700000001.000100"
+    assert not followed.mentioned  # the gateway's require_mention: false lets it through, nothing else
+    other_bot = message("C1", None, "beep", channel_type="channel", subtype="bot_message", bot_id="B0OTHER")
+    assert isinstance(to_inbound(other_bot, BOT, every_message=True), Skip)

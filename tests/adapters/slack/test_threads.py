@@ -172,6 +172,27 @@ async def test_unmentioned_top_level_channel_message_is_ignored(
     assert len(model_server.requests) == 2
 
 
+async def test_without_require_mention_every_channel_message_is_answered_in_its_thread(
+    start_slack: SlackFactory, model_server: ModelServer, mode: str
+) -> None:
+    slack = await start_slack(mode, require_mention=False)
+    if mode == "socket":
+        await slack.api.wait_connections(1)
+    chatter = message(CHANNEL, ALICE, "just chatting", channel_type="channel", ts=next_ts())
+    await deliver(slack, chatter)
+    (post,) = await slack.api.wait_posts(1)
+    root = chatter["event"]["ts"]
+    assert post.thread_ts == root and post.text.startswith("ok: just chatting")
+    # A mention arrives twice (message and app_mention): one turn, one reply.
+    both = f"<@{BOT_USER_ID}> and you?"
+    ts = next_ts()
+    await deliver(slack, message(CHANNEL, BOB, both, channel_type="channel", ts=ts))
+    await deliver(slack, mention(CHANNEL, BOB, both, ts=ts))
+    posts = await slack.api.wait_posts(2)
+    assert [p.thread_ts for p in posts] == [root, ts] and len(model_server.requests) == 2
+    assert slack.api.calls_to("conversations.replies") == []
+
+
 async def test_in_a_bot_thread_edits_and_bots_are_skipped_broadcasts_count_and_access_rules_hold(
     start_slack: SlackFactory, model_server: ModelServer, mode: str
 ) -> None:
