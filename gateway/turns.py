@@ -270,7 +270,9 @@ class TurnRunner:
         if not verdict.fire:
             return history
         agent = self._conversations.agent_session(ref.record, conversation.records)
-        result = await hygiene.compact(history, agent.compressor, verdict)
+        # Summarising is a model call of its own, often the longest part of such a turn: show typing.
+        async with typing(self._adapters[first.platform], first.chat_id, first.thread_id):
+            result = await hygiene.compact(history, agent.compressor, verdict)
         if result.compacted:
             ref.record = await self._conversations.split(await ref.settled(), result.messages)
             return list(result.messages)

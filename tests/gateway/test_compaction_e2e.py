@@ -52,13 +52,21 @@ async def test_hygiene_compacts_an_oversized_stored_session_from_the_estimate(
     start_gateway: GatewayFactory, model_server: ModelServer
 ) -> None:
     running = await start_gateway(SMALL_WINDOW)
-    model_server.responder = summary_or_echo
+    typing_when_summarising: list[int] = []
+
+    def responder(record: RequestRecord) -> Text:
+        if is_summary(record):
+            typing_when_summarising.append(len(running.adapter.typing_chats))
+        return summary_or_echo(record)
+
+    model_server.responder = responder
     store = running.store
     big = oversized()
     session = await stored_session(store, big)
     await running.adapter.inject("and now?")
     await running.adapter.wait_sent(1)
     assert is_summary(model_server.requests[0]), "hygiene must compact before the turn's model call"
+    assert typing_when_summarising == [1], "the chat shows typing while the summary is written"
     chain = await store.lineage(session.id)
     assert [s.end_reason for s in chain] == ["compression", None]
     child = chain[-1]
