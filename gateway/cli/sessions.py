@@ -8,8 +8,13 @@
 
 Human output is a table; ``--json`` prints one JSON document for scripts.
 Reading is safe while the gateway runs (the database is in WAL mode). A
-missing database reads as empty. Exit status: 0, 1 when the session is not
-found or the database cannot be read, 2 for configuration errors.
+missing database reads as empty, with a note on stderr naming the path it
+looked for (stdout stays clean for ``--json``). ``--platform`` ignores case;
+``--limit`` takes 1 to 100000; a search query needs at least one word.
+Piping into a reader that stops early (``| head``) ends the command quietly
+(see ``gateway.cli.main``). Exit status: 0, 1 when the session is not found
+or the database cannot be read (the message names the file and what to do),
+2 for usage and configuration errors.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sqlite3
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -25,10 +31,11 @@ from typing import Any
 
 
 from gateway.cli.common import add_config_option, load_config_or_exit, log_warnings_to_stderr
-from storage import MessageRecord, SearchHit, SessionRecord, StorageError, Store
+from storage import MessageRecord, SchemaError, SchemaTooNewError, SearchHit, SessionRecord, StorageError, Store
 
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1
+MAX_LIMIT = 100_000  # --limit: far more than a terminal can show, and small enough for SQLite's integers
 _CELL = 48  # widest table cell before it is cut
 
 
@@ -41,16 +48,16 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     commands = parser.add_subparsers(dest="sessions_command", metavar="COMMAND", required=True)
 
     listing = _command(commands, "list", "the newest sessions first", list_command)
-    listing.add_argument("--platform", help="only this platform (telegram, discord, slack)")
-    listing.add_argument("--limit", type=_positive, default=50, help="at most this many (default 50)")
+    listing.add_argument("--platform", type=_platform, help="only this platform (telegram, discord, slack)")
+    listing.add_argument("--limit", type=_limit, default=50, help=f"at most this many (default 50, at most {MAX_LIMIT})")
 
     show = _command(commands, "show", "a session's details and messages", show_command)
     show.add_argument("session_id", metavar="ID")
 
     search = _command(commands, "search", "full-text search over every message", search_command)
-    search.add_argument("query", nargs="+", metavar="QUERY", help='words, "a phrase", prefix*, OR, NOT')
-    search.add_argument("--platform", help="only this platform")
-    search.add_argument("--limit", type=_positive, default=20, help="at most this many hits (default 20)")
+    search.add_argument("query", nargs="+", action=_Query, metavar="QUERY", help='words, "a phrase", prefix*, OR, NOT')
+    search.add_argument("--platform", type=_platform, help="only this platform")
+    search.add_argument("--limit", type=_limit, default=20, help=f"at most this many hits (default 20, at most {MAX_LIMIT})")
 
     lineage = _command(commands, "lineage", "the chain a session belongs to, root first", lineage_command)
     lineage.add_argument("session_id", metavar="ID")
@@ -108,7 +115,7 @@ def show_command(args: argparse.Namespace) -> int:
 
 
 def search_command(args: argparse.Namespace) -> int:
-    query = " ".join(args.query)
+    query: str = args.query  # the words joined by _Query
 
     async def run(store: Store | None) -> int:
         hits = await store.search(query, limit=args.limit, platform=args.platform) if store else []
@@ -155,15 +162,39 @@ def export_command(args: argparse.Namespace) -> int:
 # -- plumbing ------------------------------------------------------------------------------------
 
 
-def _positive(text: str) -> int:
-    """``--limit``: a whole number of at least 1 (argparse reports anything else as a usage error)."""
+def _limit(text: str) -> int:
+    """``--limit``: a whole number from 1 to MAX_LIMIT (argparse reports anything else as a usage error)."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        shown = text if len(text) <= 30 else text[:30] + "…"
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {MAX_LIMIT}, got {shown!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value > MAX_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_LIMIT}, got {value}")
     return value
+
+
+def _platform(text: str) -> str:
+    """``--platform``: platform names are stored in lower case, so ``Telegram`` means ``telegram``."""
+    return text.strip().lower()
+
+
+class _Query(argparse.Action):
+    """The search words joined into one query; a query with no words at all is a usage error."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        query = " ".join(values)
+        if not query.strip():
+            raise argparse.ArgumentError(self, "a search query needs at least one word")
+        setattr(namespace, self.dest, query)
 
 
 def _run(args: argparse.Namespace, command: Callable[[Store | None], Awaitable[int]]) -> int:
@@ -177,14 +208,41 @@ def _run(args: argparse.Namespace, command: Callable[[Store | None], Awaitable[i
     try:
         return asyncio.run(main())
     except StorageError as error:
-        print(f"switchboard sessions: {error}", file=sys.stderr)
+        print(f"switchboard sessions: {_cannot_read(loaded.db_path, error)}", file=sys.stderr)
         return EXIT_NOT_FOUND
+
+
+# SQLite's primary result codes (sqlite3.SQLITE_* names these from Python 3.11; spelled out to be plain).
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_CORRUPT, _SQLITE_NOTADB = 5, 6, 11, 26
+
+
+def _cannot_read(path: Any, error: StorageError) -> str:
+    """What went wrong with the database at ``path``, and what to do about it, in one message."""
+    if isinstance(error, SchemaTooNewError):
+        return str(error)  # names the file and says what to do already
+    cause = getattr(error, "cause", None)  # WriteFailedError and ReadFailedError carry the sqlite3 error
+    reason = str(cause if isinstance(cause, sqlite3.Error) else error).rstrip(".")
+    code = getattr(cause, "sqlite_errorcode", None)
+    if code is not None:
+        code &= 0xFF  # extended result codes carry the primary one in the low byte
+    if code in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        advice = "Another process is holding it locked; try again in a moment."
+    elif code in (_SQLITE_CORRUPT, _SQLITE_NOTADB) or isinstance(error, SchemaError):
+        advice = "Check storage.path in the config, or restore a backup (see switchboard restore --help)."
+    else:
+        advice = "Check storage.path in the config, and that the file is a readable Switchboard database."
+    return f"cannot read the database {path}: {reason}. {advice}"
 
 
 @asynccontextmanager
 async def _opened(path: Any, synchronous: str) -> AsyncIterator[Store | None]:
-    """The store, or None when there is no database yet (nothing stored: read as empty)."""
+    """The store, or None when there is no database yet (nothing stored: read as empty, with a note)."""
     if not path.exists():
+        print(
+            f"switchboard sessions: no database at {path} yet (nothing has been stored); "
+            "check storage.path in the config if you expected one.",
+            file=sys.stderr,
+        )
         yield None
         return
     store = await Store.open(path, synchronous=synchronous)

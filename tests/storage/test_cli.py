@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import structlog
 
-from gateway.cli import main
+from gateway.cli import EXIT_BROKEN_PIPE, main
+from gateway.cli import sessions as sessions_cli
 from storage import NewMessage, Store
 
 
@@ -129,3 +135,129 @@ def test_no_database_yet_reads_as_empty(home: Path, capsys: pytest.CaptureFixtur
     assert run_cli("sessions", "search", "x") == 0
     assert run_cli("sessions", "show", "x") == 1
     assert not (home / "state.db").exists()
+
+
+# -- defects found by trying the CLI from a shell --------------------------------------------------
+
+
+@pytest.fixture
+def long_session(home: Path) -> str:
+    """One session whose output is far larger than a pipe's buffer (64 KiB on Linux)."""
+
+    async def fill() -> str:
+        async with await Store.open(home / "state.db") as store:
+            session = await store.create_session(session_key="slack:T:C", platform="slack", chat_id="C")
+            await store.append_messages(session.id, [NewMessage("user", f"message {i} " + "word " * 60) for i in range(3000)])
+            return session.id
+
+    return asyncio.run(fill())
+
+
+@pytest.mark.parametrize("command", ["export", "show"])
+def test_a_reader_that_stops_early_ends_the_command_quietly(home: Path, long_session: str, command: str) -> None:
+    """``switchboard sessions export ID | head -1``: no BrokenPipeError traceback, the conventional status 141."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gateway.cli", "sessions", command, long_session],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "SWITCHBOARD_HOME": str(home)},
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline()  # what `head -1` does: read a line, then close the pipe
+    process.stdout.close()
+    errors = process.stderr.read().decode()
+    status = process.wait(timeout=60)
+    assert "Traceback" not in errors and "BrokenPipeError" not in errors, errors
+    assert status == EXIT_BROKEN_PIPE == 141
+
+
+def test_a_broken_pipe_that_is_not_stdout_keeps_its_traceback(
+    stored: dict[str, str], capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(args: object) -> int:
+        raise BrokenPipeError("some other pipe")
+
+    monkeypatch.setattr(sessions_cli, "list_command", broken)
+    with pytest.raises(BrokenPipeError):
+        run_cli("sessions", "list")  # stdout (a file under capfd) is fine, so this is a real error
+
+
+def test_a_limit_above_the_maximum_is_a_usage_error(stored: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    huge = "99999999999999999999"  # once an OverflowError from SQLite, with a traceback
+    for argv in (("sessions", "list", "--limit", huge), ("sessions", "search", "train", "--limit", "100001")):
+        with pytest.raises(SystemExit) as exited:
+            run_cli(*argv)
+        assert exited.value.code == 2 and "must be at most 100000" in capsys.readouterr().err
+    assert run_cli("sessions", "list", "--limit", "100000", "--json") == 0
+    assert len(json.loads(capsys.readouterr().out)) == 3
+
+
+def test_a_file_that_is_not_a_database_is_named_with_what_to_do(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (home / "state.db").write_text("junk\n")
+    for argv in (("sessions", "list"), ("sessions", "show", "x"), ("sessions", "search", "x", "--json")):
+        assert run_cli(*argv) == 1
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err == (
+            f"switchboard sessions: cannot read the database {home / 'state.db'}: file is not a database. "
+            "Check storage.path in the config, or restore a backup (see switchboard restore --help).\n"
+        )
+    assert (home / "state.db").read_text() == "junk\n"
+
+
+def test_a_database_switchboard_did_not_make_is_named(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with contextlib.closing(sqlite3.connect(home / "state.db")) as conn:
+        conn.execute("CREATE TABLE other (x)")
+        conn.commit()
+    assert run_cli("sessions", "list") == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"switchboard sessions: cannot read the database {home / 'state.db'}: ")
+    assert "Switchboard did not create it" in err and "storage.path" in err
+
+
+def test_a_database_from_a_newer_build_keeps_its_message(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    async def create() -> None:
+        async with await Store.open(home / "state.db"):
+            pass
+
+    asyncio.run(create())
+    with contextlib.closing(sqlite3.connect(home / "state.db")) as conn:
+        conn.execute("UPDATE schema_version SET version = version + 1")
+        conn.commit()
+    assert run_cli("sessions", "list") == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"switchboard sessions: database {home / 'state.db'} has schema version ")
+    assert "Upgrade Switchboard" in err and "cannot read" not in err
+
+
+def test_a_missing_database_is_noted_on_stderr(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    note = (
+        f"switchboard sessions: no database at {home / 'state.db'} yet (nothing has been stored); "
+        "check storage.path in the config if you expected one.\n"
+    )
+    assert run_cli("sessions", "list", "--json") == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == [] and captured.err == note
+    assert run_cli("sessions", "list") == 0
+    captured = capsys.readouterr()
+    assert captured.out == "No sessions.\n" and captured.err == note
+    assert run_cli("sessions", "export", "x") == 1
+    assert capsys.readouterr().err == note + "switchboard sessions: no session with id 'x'\n"
+    assert not (home / "state.db").exists()
+
+
+def test_platform_ignores_case(stored: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli("sessions", "list", "--platform", "Telegram", "--json") == 0
+    assert [s["id"] for s in json.loads(capsys.readouterr().out)] == [stored["child"], stored["tg"]]
+    assert run_cli("sessions", "search", "train*", "--platform", "TELEGRAM", "--json") == 0
+    assert {hit["session_id"] for hit in json.loads(capsys.readouterr().out)} == {stored["tg"], stored["child"]}
+
+
+@pytest.mark.parametrize("words", [[""], ["   "], ["", " \t"]])
+def test_a_query_without_words_is_a_usage_error(
+    stored: dict[str, str], capsys: pytest.CaptureFixture[str], words: list[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run_cli("sessions", "search", *words)
+    assert exited.value.code == 2
+    assert "a search query needs at least one word" in capsys.readouterr().err
