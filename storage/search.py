@@ -28,13 +28,14 @@ from storage.query import Needle, ParsedQuery, parse_query
 from storage.records import SearchHit, tool_calls_from_json
 from storage.words import words_containing
 
-__all__ = ["HIGHLIGHT", "search", "snippet"]
+__all__ = ["HIGHLIGHT", "MAX_HITS", "search", "snippet"]
 
 HIGHLIGHT: Final = ("«", "»")
 _ELLIPSIS: Final = "…"
 _BEFORE: Final = 60
 _WIDTH: Final = 200
-_MAX_LIMIT: Final = 500
+MAX_HITS: Final = 500
+"""The most hits one search returns, whatever limit is asked for."""
 _NOT_AFTER_WORD: Final = rf"(?<![^\W_{CJK_CLASS}])"  # word start; CJK next to a word counts as a boundary
 _WORD_END: Final = rf"(?![^\W_{CJK_CLASS}])"
 
@@ -67,7 +68,7 @@ async def search(
     parsed = parse_query(query)
     if not parsed.expression or limit <= 0:
         return []
-    limit = min(limit, _MAX_LIMIT)
+    limit = min(limit, MAX_HITS)
     rows = await _ranked(conn, parsed, limit, platform)
     if len(rows) < limit and parsed.substrings:
         words = {term: await words_containing(conn, term) for term in parsed.substrings}

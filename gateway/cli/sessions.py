@@ -10,7 +10,7 @@ Human output is a table; ``--json`` prints one JSON document for scripts.
 Reading is safe while the gateway runs (the database is in WAL mode). A
 missing database reads as empty, with a note on stderr naming the path it
 looked for (stdout stays clean for ``--json``). ``--platform`` ignores case;
-``--limit`` takes 1 to 100000; a search query needs at least one word.
+``--limit`` takes 1 to 100000 (search: 500); a search query needs at least one word.
 Piping into a reader that stops early (``| head``) ends the command quietly
 (see ``gateway.cli.main``). Exit status: 0, 1 when the session is not found
 or the database cannot be read (the message names the file and what to do),
@@ -27,11 +27,13 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 
 from gateway.cli.common import add_config_option, load_config_or_exit, log_warnings_to_stderr
 from storage import MessageRecord, SchemaError, SchemaTooNewError, SearchHit, SessionRecord, StorageError, Store
+from storage.search import MAX_HITS
 
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1
@@ -57,7 +59,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     search = _command(commands, "search", "full-text search over every message", search_command)
     search.add_argument("query", nargs="+", action=_Query, metavar="QUERY", help='words, "a phrase", prefix*, OR, NOT')
     search.add_argument("--platform", type=_platform, help="only this platform")
-    search.add_argument("--limit", type=_limit, default=20, help=f"at most this many hits (default 20, at most {MAX_LIMIT})")
+    search.add_argument("--limit", type=partial(_limit, most=MAX_HITS), default=20,
+                        help=f"at most this many hits (default 20, at most {MAX_HITS})")
 
     lineage = _command(commands, "lineage", "the chain a session belongs to, root first", lineage_command)
     lineage.add_argument("session_id", metavar="ID")
@@ -162,17 +165,17 @@ def export_command(args: argparse.Namespace) -> int:
 # -- plumbing ------------------------------------------------------------------------------------
 
 
-def _limit(text: str) -> int:
-    """``--limit``: a whole number from 1 to MAX_LIMIT (argparse reports anything else as a usage error)."""
+def _limit(text: str, most: int = MAX_LIMIT) -> int:
+    """``--limit``: a whole number from 1 to ``most`` (argparse reports anything else as a usage error)."""
     try:
         value = int(text)
     except ValueError:
         shown = text if len(text) <= 30 else text[:30] + "…"
-        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {MAX_LIMIT}, got {shown!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {most}, got {shown!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    if value > MAX_LIMIT:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_LIMIT}, got {value}")
+    if value > most:
+        raise argparse.ArgumentTypeError(f"must be at most {most}, got {value}")
     return value
 
 

@@ -184,10 +184,13 @@ def test_a_broken_pipe_that_is_not_stdout_keeps_its_traceback(
 
 def test_a_limit_above_the_maximum_is_a_usage_error(stored: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     huge = "99999999999999999999"  # once an OverflowError from SQLite, with a traceback
-    for argv in (("sessions", "list", "--limit", huge), ("sessions", "search", "train", "--limit", "100001")):
+    cases = ((("sessions", "list", "--limit", huge), 100000), (("sessions", "search", "train", "--limit", "501"), 500))
+    for argv, most in cases:  # a search returns at most 500 hits: more is refused, not cut in silence
         with pytest.raises(SystemExit) as exited:
             run_cli(*argv)
-        assert exited.value.code == 2 and "must be at most 100000" in capsys.readouterr().err
+        assert exited.value.code == 2 and f"must be at most {most}," in capsys.readouterr().err
+    assert run_cli("sessions", "search", "train", "--limit", "500") == 0
+    capsys.readouterr()
     assert run_cli("sessions", "list", "--limit", "100000", "--json") == 0
     assert len(json.loads(capsys.readouterr().out)) == 3
 
