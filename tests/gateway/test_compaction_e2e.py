@@ -124,6 +124,21 @@ async def test_small_sessions_are_left_alone(start_gateway: GatewayFactory, mode
     assert len(await running.store.list_sessions()) == 1
 
 
+async def test_with_compression_off_an_oversized_session_is_not_compacted(
+    start_gateway: GatewayFactory, model_server: ModelServer
+) -> None:
+    # About 5,200 tokens: past 85% of a 6,000-token window (hygiene's line), within the window itself
+    # (with compression off the agent still compacts a prompt that would not fit at all).
+    compression = {**SMALL_WINDOW["compression"], "enabled": False}
+    running = await start_gateway({"model": {"context_length": 6000}, "compression": compression})
+    model_server.responder = summary_or_echo
+    session = await stored_session(running.store, oversized())
+    await running.adapter.inject("and now?")
+    await running.adapter.wait_sent(1)
+    assert not any(is_summary(r) for r in model_server.requests)
+    assert [s.id for s in await running.store.lineage(session.id)] == [session.id]
+
+
 async def test_compaction_inside_a_turn_splits_the_session(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
     running = await start_gateway({"model": {"context_length": 6000}, "compression": {"threshold": 0.5, "hygiene_threshold": 0.99, "protect_last_n": 4}})
     # Each turn adds about 300 tokens: the agent passes 50% of the 6,000-token window within ten turns.
