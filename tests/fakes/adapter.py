@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,10 @@ class LoopbackAdapter(Adapter):
         """Errors the next sends raise, one each, before sending works again."""
         self.reject_markup = False
         """Refuse every formatted chunk, as a platform does with markup it cannot parse."""
+        self.reject_markup_if: Callable[[OutboundMessage], bool] | None = None
+        """Refuse just the formatted chunks this picks (a platform choking on one chunk's markup)."""
+        self.rejected: list[OutboundMessage] = []
+        """Formatted chunks refused (by ``reject_markup`` or ``reject_markup_if``), in the order tried."""
         self.bot_username = "loopbot"
         self._sent_changed = asyncio.Condition()
 
@@ -56,7 +61,10 @@ class LoopbackAdapter(Adapter):
     async def send(self, message: OutboundMessage) -> str:
         if self.failures:
             raise self.failures.pop(0)
-        if self.reject_markup and message.markup is not Markup.PLAIN:
+        if message.markup is not Markup.PLAIN and (
+            self.reject_markup or (self.reject_markup_if is not None and self.reject_markup_if(message))
+        ):
+            self.rejected.append(message)
             raise MarkupRejected("can't parse entities")
         async with self._sent_changed:
             self.sent.append(message)
@@ -103,6 +111,16 @@ class LoopbackAdapter(Adapter):
         self._note_inbound()
         await self._intake(message)
         return message
+
+
+class TelegramHtmlLoopbackAdapter(LoopbackAdapter):
+    """The loopback adapter with Telegram's capabilities: replies are rendered as Telegram HTML,
+    4096 UTF-16 code units a message. Set ``reject_markup`` or ``reject_markup_if`` to have it
+    refuse formatted chunks the way the Bot API refuses HTML it cannot parse."""
+
+    capabilities = Capabilities(
+        max_message_length=4096, length_unit="utf16", can_edit=True, markup=Markup.TELEGRAM_HTML
+    )
 
 
 class BrokenAdapter(LoopbackAdapter):
