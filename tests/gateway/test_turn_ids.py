@@ -23,6 +23,14 @@ def test_short_turn_id_is_the_start_of_the_uuid5(turn_id: str) -> None:
     assert short_turn_id(turn_id) != short_turn_id(turn_id + "x")
 
 
+@pytest.fixture
+def log(tmp_path: Path) -> Path:
+    """gateway.log of the gateways a test starts, at info."""
+    path = tmp_path / "gateway.log"
+    configure_logging(level="info", file=path, console=False)
+    return path
+
+
 def turns_of(log: Path, event: str) -> list[str]:
     """The ``turn=`` value of every ``event`` line in gateway.log."""
     found = []
@@ -34,10 +42,8 @@ def turns_of(log: Path, event: str) -> list[str]:
 
 
 async def test_one_turn_id_from_the_message_to_its_reply(
-    start_gateway: GatewayFactory, model_server: ModelServer, tmp_path: Path
+    start_gateway: GatewayFactory, model_server: ModelServer, log: Path
 ) -> None:
-    log = tmp_path / "gateway.log"
-    configure_logging(level="info", file=log, console=False)
     running = await start_gateway()
     model_server.script(Text("first"), Text("second"))
     message = await running.adapter.inject("hello", chat_id="c1")
@@ -52,12 +58,10 @@ async def test_one_turn_id_from_the_message_to_its_reply(
 
 
 async def test_chunks_sent_after_a_restart_are_logged_under_their_turn(
-    start_gateway: GatewayFactory, tmp_path: Path
+    start_gateway: GatewayFactory, tmp_path: Path, log: Path
 ) -> None:
     home = tmp_path / "home"
     (home / "logs").mkdir(parents=True)
-    log = tmp_path / "gateway.log"
-    configure_logging(level="info", file=log, console=False)
     store = await Store.open(home / "state.db")
     try:
         await store.outbox_add("loopback:41", "loopback", "c1", None, ["a reply queued before the restart"])
@@ -71,10 +75,8 @@ async def test_chunks_sent_after_a_restart_are_logged_under_their_turn(
 
 
 async def test_a_chunk_given_up_is_logged_under_the_short_turn_id(
-    start_gateway: GatewayFactory, model_server: ModelServer, tmp_path: Path
+    start_gateway: GatewayFactory, model_server: ModelServer, log: Path
 ) -> None:
-    log = tmp_path / "gateway.log"
-    configure_logging(level="info", file=log, console=False)
     running = await start_gateway()
     running.adapter.failures = [RecipientUnavailable("the bot was removed from the chat")]
     model_server.script(Text("nobody will see this"))
