@@ -95,6 +95,7 @@ class Gateway:
             debounce=settings.sessions.debounce_ms / 1000,
             busy=settings.sessions.busy,
             on_cancelled=self._turn_stopped,
+            on_wait=self.metrics.queue_wait.observe,
         )
         # Read when /metrics is scraped, not recomputed on every message.
         self.metrics.queue_depth.set_function(self.lanes.queued)

@@ -46,6 +46,7 @@ class _Lane(Generic[T]):
     worker: asyncio.Task[None] | None = None
     turn: asyncio.Task[None] | None = None
     queued_at: float = 0.0
+    """When the oldest message waiting in ``pending`` arrived (monotonic seconds)."""
     held: bool = False
     free: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -60,8 +61,12 @@ class Lanes(Generic[T]):
         max_debounce: float = 3.0,
         busy: BusyMode = "queue",
         on_cancelled: OnCancelled[T] | None = None,
+        on_wait: Callable[[float], None] | None = None,
     ) -> None:
+        """``on_wait``: how long the oldest message of each turn waited in its lane (seconds): the
+        debounce window, the session's running turn, a ``/compress`` holding the lane."""
         self._run_turn = run_turn
+        self._on_wait = on_wait
         self._on_cancelled = on_cancelled
         self._tracker = tracker
         self._debounce = debounce
@@ -87,6 +92,8 @@ class Lanes(Generic[T]):
         lane = self._lanes.get(key)
         if lane is None:
             lane = self._lanes[key] = _Lane(key=key, queued_at=time.monotonic())
+        elif not lane.pending:
+            lane.queued_at = time.monotonic()
         lane.pending.append(item)
         lane.arrived.set()
         if lane.worker is None:
@@ -143,6 +150,8 @@ class Lanes(Generic[T]):
                     continue  # stopped before the turn began
                 batch, lane.pending = lane.pending, []
                 lane.arrived.clear()
+                if self._on_wait is not None:
+                    self._on_wait(time.monotonic() - lane.queued_at)
                 lane.turn = asyncio.create_task(self._run_turn(lane.key, batch), name=f"turn:{lane.key}")
                 try:
                     await lane.turn  # cancelling the worker cancels the turn it waits for

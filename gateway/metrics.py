@@ -115,6 +115,11 @@ class Metrics(Collector):
         self.lane_wait = Timing(
             "switchboard_lane_wait_seconds", "Time a turn waited for a free slot", (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30)
         )
+        self.queue_wait = Timing(
+            "switchboard_queue_wait_seconds",
+            "Time the oldest message of a turn waited in its session's queue before the turn began",
+            (0.001, 0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300),
+        )
         self.turn_seconds = Timing("switchboard_turn_seconds", "Wall time of agent turns", (0.5, 1, 2, 5, 10, 30, 60, 120, 300))
         self.turns_running = Level("switchboard_turns_running", "Agent turns running now")
         self.queue_depth = Level("switchboard_queue_depth", "Messages waiting for their session's turn")

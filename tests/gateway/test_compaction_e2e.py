@@ -195,3 +195,4 @@ async def test_metrics_and_health_while_running(start_gateway: GatewayFactory, m
     assert 'switchboard_inbound_total{platform="loopback"} 1.0' in text
     assert 'switchboard_turns_total{outcome="answered",platform="loopback"} 1.0' in text
     assert "switchboard_tokens_total" in text and "switchboard_lane_wait_seconds_count 1.0" in text
+    assert "switchboard_queue_wait_seconds_count 1.0" in text

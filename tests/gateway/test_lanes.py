@@ -200,3 +200,19 @@ async def test_stop_during_the_debounce_window_drops_the_waiting_messages() -> N
     lanes.submit("s", "after")  # the session goes on as usual
     await settle(tracker)
     assert turns.batches == [("s", ["after"])]
+
+
+async def test_the_queue_wait_is_the_oldest_message_waiting_behind_the_running_turn() -> None:
+    tracker, turns = TaskTracker(), Turns()
+    waits: list[float] = []
+    lanes: Lanes[str] = Lanes(turns, tracker, on_wait=waits.append)
+    turns.hold.clear()
+    lanes.submit("a", "a1")
+    await turns.started.wait()
+    lanes.submit("a", "a2")  # waits behind a1's turn ...
+    await asyncio.sleep(0.2)
+    lanes.submit("a", "a3")  # ... and a3 joins it, but the wait counts from a2
+    turns.hold.set()
+    await settle(tracker)
+    assert [batch for _, batch in turns.batches] == [["a1"], ["a2", "a3"]]
+    assert len(waits) == 2 and waits[1] >= 0.2  # from a2 on, not from a3
