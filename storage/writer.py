@@ -4,8 +4,7 @@ Callers ``await writer.run(op)``, ``await writer.append(request)`` or
 ``await writer.bulk(BulkWrite(kind, item))``. Jobs go into a queue that the
 writer connection's thread drains (``storage/worker.py`` runs the batching
 loop there): everything queued so far becomes one ``BEGIN IMMEDIATE ...
-COMMIT`` (group commit), up to ``MAX_APPENDS`` appends (see there for why).
-All appends of a batch become one bulk insert, and
+COMMIT`` (group commit). All appends of a batch become one bulk insert, and
 all bulk writes of one kind one call of that kind (``storage/bulk.py``);
 other operations (plain functions of a ``sqlite3.Connection``) run one after
 another. An append may carry a bulk write of its own (``AppendRequest.then``,
@@ -62,7 +61,7 @@ from storage.sessions import add_usage_all
 from storage.transaction import in_transaction
 from storage.worker import ConnectionThread
 
-__all__ = ["MAX_APPENDS", "MAX_BATCH", "MergePolicy", "Settled", "WriteOp", "Writer"]
+__all__ = ["MAX_BATCH", "MergePolicy", "Settled", "WriteOp", "Writer"]
 
 T = TypeVar("T")
 WriteOp = Callable[[sqlite3.Connection], T]
@@ -70,17 +69,6 @@ WriteOp = Callable[[sqlite3.Connection], T]
 
 MAX_BATCH: Final = 2000
 """The most operations one transaction takes; the rest wait for the next one."""
-MAX_APPENDS: Final = 50
-"""The most appends one transaction takes; the rest start the next one at once.
-
-With many callers each awaiting its own append (a hundred chats at once), one transaction of all
-of them left the writer idle while the event loop handed back a hundred results and gathered the
-next hundred messages. Two transactions of half as many overlap that hand-back with the writing.
-Measured with ``bench.storage --quick`` (100 concurrent appenders, alternating): 21,617 - 23,526
-appends/s and a ratio to the raw floor of 0.73 - 0.76 against 18,548 - 19,040 and 0.64 - 0.69,
-append p99 9 - 10 ms against 10 - 13. A cap of 50 on every kind of job instead cost the gateway
-15 - 20% (its turns queue four jobs each); this one left ``bench.gateway`` unchanged (2,568 and
-2,812 against 2,407 and 2,987 turns/s)."""
 _MAX_MERGE_DEBT_PAGES: Final = 20_000
 
 
@@ -226,8 +214,7 @@ class Writer:
 
     def _drain(self, jobs: list[_Job[Any]], *, stop: bool = False) -> list[_Job[Any]]:
         self._stop_seen = self._stop_seen or stop
-        appends = sum(isinstance(job.op, AppendRequest) for job in jobs)
-        while len(jobs) < MAX_BATCH and appends < MAX_APPENDS:
+        while len(jobs) < MAX_BATCH:
             try:
                 job = self._jobs.get_nowait()
             except queue.Empty:
@@ -236,7 +223,6 @@ class Writer:
                 self._stop_seen = True
             else:
                 jobs.append(job)
-                appends += isinstance(job.op, AppendRequest)
         return [job for job in jobs if not job.future.done()]  # skip callers that gave up already
 
     def _commit(self, conn: sqlite3.Connection, jobs: list[_Job[Any]]) -> None:

@@ -13,7 +13,6 @@ import pytest
 from structlog.testing import capture_logs
 
 from storage import RetryPolicy, Store, WriteFailedError
-from storage.writer import MAX_APPENDS
 from tests.storage.conftest import new_session, user
 from tests.storage.test_migrations import make_v1_database
 
@@ -85,14 +84,3 @@ async def test_opening_waits_out_a_lock_to_migrate(db_path: Path) -> None:
     finally:
         await store.close()
     assert any(entry["event"] == "storage.write_retry" and entry["what"] == "migrate" for entry in logs)
-
-
-async def test_a_crowd_of_appends_is_written_in_transactions_of_at_most_max_appends(store: Store, db_path: Path) -> None:
-    # Queued while another process holds the lock, 120 appends are all waiting when the writer gets
-    # it: they go in as 50 + 50 + 20, so one part is written while the callers of another resume.
-    sessions = [await new_session(store, f"telegram:{n}") for n in range(120)]
-    async with lock_held(db_path, 1.0):
-        await asyncio.gather(*(store.append_messages(s.id, [user(f"hello from {s.id}")]) for s in sessions))
-    with sqlite3.connect(db_path) as conn:
-        sizes = [n for (n,) in conn.execute("SELECT COUNT(*) FROM messages GROUP BY created_at")]
-    assert sum(sizes) == 120 and max(sizes) <= MAX_APPENDS and len(sizes) >= 3  # one timestamp per transaction
