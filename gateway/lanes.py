@@ -91,8 +91,8 @@ class Lanes(Generic[T]):
         """Queue ``item`` on its session's lane; the lane's worker runs it in order."""
         lane = self._lanes.get(key)
         if lane is None:
-            lane = self._lanes[key] = _Lane(key=key, queued_at=time.monotonic())
-        elif not lane.pending:
+            lane = self._lanes[key] = _Lane(key=key)
+        if not lane.pending:
             lane.queued_at = time.monotonic()
         lane.pending.append(item)
         lane.arrived.set()
@@ -129,7 +129,7 @@ class Lanes(Generic[T]):
             yield False
             return
         if lane is None:
-            lane = self._lanes[key] = _Lane(key=key, queued_at=time.monotonic())
+            lane = self._lanes[key] = _Lane(key=key)
         lane.held = True
         lane.free.clear()
         try:
