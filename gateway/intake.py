@@ -30,7 +30,7 @@ from gateway.commands import Command, for_another_bot, parse_command
 from gateway.delivery import Delivery
 from gateway.events import InboundMessage
 from gateway.lanes import Lanes
-from gateway.logs import short_turn_id
+from gateway.logs import short_turn_id, turn_id_for
 from gateway.metrics import Metrics
 from gateway.pairing import Pairing, pairing_message
 from gateway.session_key import SessionKey, session_key_for
@@ -130,7 +130,7 @@ class Intake:
             await self._open.wait()
         self._lanes.submit(str(key), message)
         log.info("inbound.replayed_message" if replay else "inbound.accepted", session_key=str(key), chars=len(message.text), attachments=len(message.attachments),
-                 turn=short_turn_id(f"{message.platform}:{message.event_id}"), **fields)  # the turn it starts, or joins (fmt: skip)
+                 turn=short_turn_id(turn_id_for(message.platform, message.event_id)), **fields)  # the turn it starts, or joins (fmt: skip)
 
     async def _ignore(self, message: InboundMessage, reason: str, fields: dict[str, str]) -> None:
         self._metrics.ignored.inc(message.platform, _reason_label(reason))

@@ -281,11 +281,16 @@ def shutdown_logging() -> None:
 _TURN_ID_NAMESPACE = uuid.NAMESPACE_URL.bytes
 
 
+def turn_id_for(platform: str, event_id: str) -> str:
+    """A turn's id: ``PLATFORM:EVENT_ID`` of the message that starts it (its outbox rows keep it)."""
+    return f"{platform}:{event_id}"
+
+
 def short_turn_id(turn_id: str) -> str:
     """The 8 hex characters gateway.log shows as ``turn=``: those of ``uuid5(NAMESPACE_URL, turn_id)``
     (its first bytes are the SHA-1's), without building the UUID.
 
-    A turn's id is ``PLATFORM:EVENT_ID`` of the message that started it, so the line that accepted
+    A turn's id is :func:`turn_id_for` the message that started it, so the line that accepted
     that message carries the same ``turn=``; a chunk's outbox row keeps the turn's full id, so
     chunks sent again after a restart are logged under it too."""
     return hashlib.sha1(_TURN_ID_NAMESPACE + turn_id.encode(), usedforsecurity=False).hexdigest()[:8]

@@ -44,7 +44,7 @@ from gateway.conversations import Conversation, Conversations
 from gateway.convert import to_new
 from gateway.delivery import Delivery
 from gateway.events import ChatType, InboundMessage
-from gateway.logs import bind, short_turn_id
+from gateway.logs import bind, short_turn_id, turn_id_for
 from gateway.metrics import Metrics
 from gateway.progress import ToolProgress
 from gateway.session_key import session_key_for
@@ -146,7 +146,7 @@ class TurnRunner:
         first_event: str | None = None,
     ) -> None:
         first = batch[0]
-        turn_id = f"{first.platform}:{first_event or first.event_id}"
+        turn_id = turn_id_for(first.platform, first_event or first.event_id)
         short = short_turn_id(turn_id)
         with bind(platform=first.platform, chat=first.chat_id, session=conversation.record.id, turn=short):
             await self._run(conversation, turn_id, batch, resume=resume, shared=shared)
@@ -417,7 +417,7 @@ def _joined(batch: Sequence[InboundMessage]) -> dict[str, str]:
     """``joined=``: the ``turn=`` ids the later messages of a coalesced turn were accepted under."""
     if len(batch) < 2:
         return {}
-    return {"joined": ",".join(short_turn_id(f"{m.platform}:{m.event_id}") for m in batch[1:])}
+    return {"joined": ",".join(short_turn_id(turn_id_for(m.platform, m.event_id)) for m in batch[1:])}
 
 
 def _recent_turns_start(history: Sequence[ChatMessage]) -> int:
