@@ -33,6 +33,7 @@ from typing import Any
 
 from gateway.cli.common import add_config_option, load_config_or_exit, log_warnings_to_stderr
 from storage import MessageRecord, SchemaError, SchemaTooNewError, SearchHit, SessionRecord, StorageError, Store
+from storage.retry import is_busy
 from storage.search import MAX_HITS
 
 EXIT_OK = 0
@@ -215,10 +216,6 @@ def _run(args: argparse.Namespace, command: Callable[[Store | None], Awaitable[i
         return EXIT_NOT_FOUND
 
 
-# SQLite's primary result codes (sqlite3.SQLITE_* names these from Python 3.11; spelled out to be plain).
-_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_CORRUPT, _SQLITE_NOTADB = 5, 6, 11, 26
-
-
 def _cannot_read(path: Any, error: StorageError) -> str:
     """What went wrong with the database at ``path``, and what to do about it, in one message."""
     if isinstance(error, SchemaTooNewError):
@@ -226,11 +223,11 @@ def _cannot_read(path: Any, error: StorageError) -> str:
     cause = getattr(error, "cause", None)  # WriteFailedError and ReadFailedError carry the sqlite3 error
     reason = str(cause if isinstance(cause, sqlite3.Error) else error).rstrip(".")
     code = getattr(cause, "sqlite_errorcode", None)
-    if code is not None:
-        code &= 0xFF  # extended result codes carry the primary one in the low byte
-    if code in (_SQLITE_BUSY, _SQLITE_LOCKED):
+    if cause is not None and is_busy(cause):
         advice = "Another process is holding it locked; try again in a moment."
-    elif code in (_SQLITE_CORRUPT, _SQLITE_NOTADB) or isinstance(error, SchemaError):
+    elif (code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)) or isinstance(
+        error, SchemaError
+    ):
         advice = "Check storage.path in the config, or restore a backup (see switchboard restore --help)."
     else:
         advice = "Check storage.path in the config, and that the file is a readable Switchboard database."
