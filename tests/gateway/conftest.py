@@ -60,11 +60,13 @@ async def start_gateway(model_server: ModelServer, tmp_path: Path) -> AsyncItera
         policy: AccessPolicy = AccessPolicy(allow_all=True),
         adapter: LoopbackAdapter | None = None,
         home: Path | None = None,
+        store_clock: Callable[[], float] | None = None,
     ) -> Running:
+        """``store_clock``: the store's clock, which dates sessions and messages (the wall clock by default)."""
         home = home or tmp_path / "home"
         path = write_config(home, model_server, overrides)
         loaded = load_config(path, {"SWITCHBOARD_HOME": str(home)}, create_home=True)
-        store = await Store.open(loaded.db_path)
+        store = await Store.open(loaded.db_path, **({"clock": store_clock} if store_clock else {}))
         agent = build_agent(loaded, search=search_function(store))
         adapter = adapter or LoopbackAdapter()
         gateway = Gateway(loaded, store, [adapter], agent, extra_access={"loopback": policy})

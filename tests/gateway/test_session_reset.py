@@ -24,17 +24,14 @@ import pytest_asyncio
 
 from config import load_config
 from config.models import SessionsConfig
-from gateway.access import AccessPolicy
 from gateway.agent_factory import build_agent
-from gateway.app import Gateway
 from gateway.conversations import Conversations
 from gateway.events import ChatType
 from gateway.runner import search_function
 from gateway.session_key import SessionKey
 from storage import NewMessage, SessionRecord, Store
-from tests.fakes.adapter import LoopbackAdapter
 from tests.fakes.model_server import ModelServer, RequestRecord, Text
-from tests.gateway.conftest import Running, write_config
+from tests.gateway.conftest import GatewayFactory, Running, write_config
 
 HOUR = 3600.0
 NOTE = re.compile(r"\[[^\]]*\]")
@@ -57,29 +54,14 @@ StartWithClock = Callable[[dict], Awaitable[tuple[Running, StoreClock]]]
 
 
 @pytest_asyncio.fixture
-async def start_gateway_with_store_clock(
-    model_server: ModelServer, tmp_path: Path
-) -> AsyncIterator[StartWithClock]:
-    """Like ``start_gateway``, with the store opened on a :class:`StoreClock` the test moves."""
-    started: list[Running] = []
+async def start_gateway_with_store_clock(start_gateway: GatewayFactory) -> StartWithClock:
+    """Like ``start_gateway``, with the store on a :class:`StoreClock` the test moves."""
 
     async def start(overrides: dict) -> tuple[Running, StoreClock]:
-        home = tmp_path / "home"
-        loaded = load_config(write_config(home, model_server, overrides), {"SWITCHBOARD_HOME": str(home)},
-                             create_home=True)  # fmt: skip
         clock = StoreClock()
-        store = await Store.open(loaded.db_path, clock=clock)
-        agent = build_agent(loaded, search=search_function(store))
-        adapter = LoopbackAdapter()
-        gateway = Gateway(loaded, store, [adapter], agent, extra_access={"loopback": AccessPolicy(allow_all=True)})
-        await gateway.start()
-        running = Running(gateway, adapter, store, home)
-        started.append(running)
-        return running, clock
+        return await start_gateway(overrides, store_clock=clock), clock
 
-    yield start
-    for running in started:
-        await running.gateway.shutdown()
+    return start
 
 
 async def settled(store: Store) -> None:
