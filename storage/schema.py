@@ -33,6 +33,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
 from storage.call_text import readable_calls_sql
@@ -119,12 +120,12 @@ _FTS_MERGE_SETTINGS: Final = (
     "INSERT INTO messages_fts(messages_fts, rank) VALUES ('crisismerge', 32)",
 )
 
-_DROP_FTS: Final = (
+_DROP_FTS_TRIGGERS: Final = (
     "DROP TRIGGER messages_fts_insert",
     "DROP TRIGGER messages_fts_delete",
     "DROP TRIGGER messages_fts_update",
-    "DROP TABLE messages_fts",
 )
+_DROP_FTS: Final = (*_DROP_FTS_TRIGGERS, "DROP TABLE messages_fts")
 
 _V1_CORE: Final = (
     """CREATE TABLE schema_version (
@@ -188,21 +189,23 @@ _V1_FTS_COLUMNS: Final = ("content", "tool_name", "tool_calls")
 FTS_COLUMNS: Final = ("content", "tool_name", "tool_calls", "search_cjk")
 
 
-def _backfill_search_cjk(conn: sqlite3.Connection, chunk: int = 2000) -> None:
-    """Fill ``search_cjk`` for messages written before version 2."""
+def _refill_search_cjk(conn: sqlite3.Connection, where: str = "1", chunk: int = 2000) -> None:
+    """Set ``search_cjk`` to what :func:`message_cjk_tokens` makes of each message matching ``where``
+    (only rows whose value changes are written)."""
     last_id = 0
     while True:
         rows = conn.execute(
-            "SELECT id, content, tool_name, tool_calls FROM messages WHERE id > ? ORDER BY id LIMIT ?",
+            "SELECT id, content, tool_name, tool_calls, search_cjk FROM messages "
+            f"WHERE id > ? AND ({where}) ORDER BY id LIMIT ?",
             (last_id, chunk),
         ).fetchall()
         if not rows:
             return
         last_id = rows[-1][0]
         updates = []
-        for message_id, content, tool_name, tool_calls in rows:
+        for message_id, content, tool_name, tool_calls, stored in rows:
             tokens = message_cjk_tokens(content, tool_name, tool_calls_from_json(tool_calls))
-            if tokens is not None:
+            if tokens != stored:
                 updates.append((tokens, message_id))
         if updates:
             conn.executemany("UPDATE messages SET search_cjk = ? WHERE id = ?", updates)
@@ -308,31 +311,10 @@ _V6_WORDS: Final = (
 
 # Until version 6 the index took the tool-call JSON as stored, arguments escaped twice
 # (``storage/call_text.py``). Version 7 indexes the decoded text: new triggers, the
-# index refilled from the messages, and the substring vocabulary (which holds the
-# escaped words too) emptied so the background indexer reads every message again.
-def _recompute_search_cjk(conn: sqlite3.Connection, chunk: int = 2000) -> None:
-    """``search_cjk`` of tool-call messages, from the decoded arguments (it held them re-encoded as JSON)."""
-    last_id = 0
-    while True:
-        rows = conn.execute(
-            "SELECT id, content, tool_name, tool_calls FROM messages "
-            "WHERE id > ? AND tool_calls IS NOT NULL AND search_cjk IS NOT NULL ORDER BY id LIMIT ?",
-            (last_id, chunk),
-        ).fetchall()
-        if not rows:
-            return
-        last_id = rows[-1][0]
-        conn.executemany(
-            "UPDATE messages SET search_cjk = ? WHERE id = ?",
-            [(message_cjk_tokens(content, name, tool_calls_from_json(calls)), id_) for id_, content, name, calls in rows],
-        )
-
-
-_V7_DROP_TRIGGERS: Final = (
-    "DROP TRIGGER messages_fts_insert",
-    "DROP TRIGGER messages_fts_delete",
-    "DROP TRIGGER messages_fts_update",
-)
+# index refilled from the messages, the CJK pairs of tool-call messages made again from
+# the decoded arguments (they held them re-encoded as JSON), and the substring vocabulary
+# (which holds the escaped words too) emptied so the background indexer reads every
+# message again.
 _V7_READABLE_CALLS: Final = (
     *_fts_triggers(FTS_COLUMNS, _indexed),
     "INSERT INTO messages_fts(messages_fts) VALUES ('delete-all')",
@@ -350,7 +332,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         "CJK search: character pairs in messages.search_cjk",
         _steps(
             _statements(*_DROP_FTS, "ALTER TABLE messages ADD COLUMN search_cjk TEXT"),
-            _backfill_search_cjk,
+            _refill_search_cjk,  # every message: the column is new
             _statements(
                 *_fts_ddl(FTS_COLUMNS),
                 "INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')",
@@ -365,7 +347,11 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(
         7,
         "search tool-call arguments as decoded text, not escaped JSON",
-        _steps(_statements(*_V7_DROP_TRIGGERS), _recompute_search_cjk, _statements(*_V7_READABLE_CALLS)),
+        _steps(
+            _statements(*_DROP_FTS_TRIGGERS),
+            partial(_refill_search_cjk, where="tool_calls IS NOT NULL AND search_cjk IS NOT NULL"),
+            _statements(*_V7_READABLE_CALLS),
+        ),
     ),
 )
 
