@@ -4,7 +4,8 @@ Callers ``await writer.run(op)``, ``await writer.append(request)`` or
 ``await writer.bulk(BulkWrite(kind, item))``. Jobs go into a queue that the
 writer connection's thread drains (``storage/worker.py`` runs the batching
 loop there): everything queued so far becomes one ``BEGIN IMMEDIATE ...
-COMMIT`` (group commit). All appends of a batch become one bulk insert, and
+COMMIT`` (group commit), or two (``SPLIT_MIN_APPENDS`` says when and why).
+All appends of a batch become one bulk insert, and
 all bulk writes of one kind one call of that kind (``storage/bulk.py``);
 other operations (plain functions of a ``sqlite3.Connection``) run one after
 another. An append may carry a bulk write of its own (``AppendRequest.then``,
@@ -61,7 +62,7 @@ from storage.sessions import add_usage_all
 from storage.transaction import in_transaction
 from storage.worker import ConnectionThread
 
-__all__ = ["MAX_BATCH", "MergePolicy", "Settled", "WriteOp", "Writer"]
+__all__ = ["MAX_BATCH", "SPLIT_MIN_APPENDS", "MergePolicy", "Settled", "WriteOp", "Writer"]
 
 T = TypeVar("T")
 WriteOp = Callable[[sqlite3.Connection], T]
@@ -69,6 +70,22 @@ WriteOp = Callable[[sqlite3.Connection], T]
 
 MAX_BATCH: Final = 2000
 """The most operations one transaction takes; the rest wait for the next one."""
+SPLIT_MIN_APPENDS: Final = 32
+"""A batch the writer had to wait for, with at least this many appends, goes in two transactions.
+
+With many callers each awaiting its own append (a hundred chats at once), the writer commits all of
+them, then waits while the event loop hands back every result and gathers the next messages, and
+the loop waits while the writer writes: they take turns. Committing half the appends, then the
+other half, lets the first half's callers resume while the second is written; from then on the
+two halves keep alternating, and the writer no longer waits. A batch that was already queued when
+the writer came for it (the gateway under load, where the event loop, not the writer, is the
+limit) goes in whole: a second transaction would only be one more hand-back for a busy loop, and
+every statement of it one more wait for the GIL. Halves smaller than 16 appends gain less than a
+commit costs.
+
+Measured on the 2-core machine: ``bench.storage --quick``, ratio to the raw floor 0.71 - 0.76
+against 0.55 - 0.59 (alternating runs), append p99 10 - 12 ms.
+"""
 _MAX_MERGE_DEBT_PAGES: Final = 20_000
 
 
@@ -205,10 +222,13 @@ class Writer:
     def _serve(self, conn: sqlite3.Connection) -> None:
         """Take what is queued, commit it, hand results back; until ``close()``'s sentinel."""
         while not self._stop_seen:
-            first = self._jobs.get()
+            try:
+                first, waited = self._jobs.get_nowait(), False
+            except queue.Empty:
+                first, waited = self._jobs.get(), True
             jobs = self._drain([] if first is None else [first], stop=first is None)
             if jobs:
-                self._commit(conn, jobs)
+                self._commit(conn, jobs, split=waited)
                 self._merge_if_due(conn)
                 self._copy_wal_tail(conn)
 
@@ -225,39 +245,44 @@ class Writer:
                 jobs.append(job)
         return [job for job in jobs if not job.future.done()]  # skip callers that gave up already
 
-    def _commit(self, conn: sqlite3.Connection, jobs: list[_Job[Any]]) -> None:
+    def _commit(self, conn: sqlite3.Connection, jobs: list[_Job[Any]], *, split: bool = False) -> None:
+        """Commit ``jobs`` in queue order: in one transaction, or with ``split`` maybe two (``SPLIT_MIN_APPENDS``)."""
         failures = 0
         while jobs:
-            ops = [job.op for job in jobs]
+            part, later = _halves(jobs) if split else (jobs, [])
             try:
+                ops = [job.op for job in part]
                 outcomes = in_transaction(conn, lambda c: _apply(c, ops, self._clock(), self._known))
             except sqlite3.Error as error:
                 self._known.forget()
                 if not is_busy(error):
-                    self._isolate(conn, jobs, WriteFailedError(error, attempts=failures + 1))
-                    return
-                failures += 1
-                if failures >= self._retry.attempts:
-                    self._settle(_fail, jobs, WriteFailedError(error, attempts=failures))
-                    return
-                self._back_off(failures, error, len(jobs))
-                jobs = self._drain(jobs)  # writes queued meanwhile join the next attempt
-                continue
+                    self._isolate(conn, part, WriteFailedError(error, attempts=failures + 1))
+                else:
+                    failures += 1
+                    if failures >= self._retry.attempts:
+                        self._settle(_fail, jobs, WriteFailedError(error, attempts=failures))
+                        return
+                    self._back_off(failures, error, len(jobs))
+                    jobs = self._drain(jobs)  # writes queued meanwhile join the next attempt
+                    continue
             except Exception as error:
                 self._known.forget()
-                self._isolate(conn, jobs, error)
-                return
-            self.progress.commits += 1
-            appended = sum(
-                len(o.value if job.op.then is None else o.value[0])  # with ``then``: (records, its outcome)
-                for job, o in zip(jobs, outcomes)
-                if isinstance(job.op, AppendRequest) and o.value
-            )
-            self._rows_since_merge += appended
-            if self._merge is not None:
-                self._merge_debt = min(_MAX_MERGE_DEBT_PAGES, self._merge_debt + appended * self._merge.pages_per_row)
-            self._settle(_resolve, jobs, outcomes)
-            return
+                self._isolate(conn, part, error)
+            else:
+                self._committed(part, outcomes)
+            jobs, failures, split = later, 0, False
+
+    def _committed(self, jobs: list[_Job[Any]], outcomes: list[_Outcome]) -> None:
+        self.progress.commits += 1
+        appended = sum(
+            len(o.value if job.op.then is None else o.value[0])  # with ``then``: (records, its outcome)
+            for job, o in zip(jobs, outcomes)
+            if isinstance(job.op, AppendRequest) and o.value
+        )
+        self._rows_since_merge += appended
+        if self._merge is not None:
+            self._merge_debt = min(_MAX_MERGE_DEBT_PAGES, self._merge_debt + appended * self._merge.pages_per_row)
+        self._settle(_resolve, jobs, outcomes)
 
     def _isolate(self, conn: sqlite3.Connection, jobs: list[_Job[Any]], error: BaseException) -> None:
         """A batch failed for a reason other than busy: find the culprit by replaying one by one."""
@@ -317,6 +342,15 @@ class Writer:
             self._loop.call_soon_threadsafe(how, jobs, result)
         except RuntimeError:  # the loop is closed: nobody is waiting any more
             pass
+
+
+def _halves(jobs: list[_Job[Any]]) -> tuple[list[_Job[Any]], list[_Job[Any]]]:
+    """The jobs up to the middle append, and the rest; all in the first if there are few appends."""
+    appends = [index for index, job in enumerate(jobs) if isinstance(job.op, AppendRequest)]
+    if len(appends) < SPLIT_MIN_APPENDS:
+        return jobs, []
+    cut = appends[len(appends) // 2]
+    return jobs[:cut], jobs[cut:]
 
 
 def _resolve(jobs: list[_Job[Any]], outcomes: list[_Outcome]) -> None:

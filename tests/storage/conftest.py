@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -33,3 +34,9 @@ async def new_session(store: Store, key: str = "telegram:1", **fields: object) -
 
 def user(text: str) -> NewMessage:
     return NewMessage("user", text)
+
+
+def transaction_sizes(db_path: Path) -> list[int]:
+    """How many messages each transaction stored, in order (a transaction stamps its messages with one time)."""
+    with sqlite3.connect(db_path) as conn:
+        return [n for (n,) in conn.execute("SELECT COUNT(*) FROM messages GROUP BY created_at ORDER BY MIN(id)")]

@@ -19,7 +19,7 @@ import pytest
 from storage import NewMessage, OutboxChunk, SessionNotFoundError, Store
 from storage.writer import Writer
 from storage.messages import prepare_append
-from tests.storage.conftest import new_session, user
+from tests.storage.conftest import new_session, transaction_sizes, user
 
 
 class _OneBatch:
@@ -33,9 +33,9 @@ class _OneBatch:
         self._held: asyncio.Future[object] | None = None
         commit = Writer._commit
 
-        def counted(writer: Writer, conn: sqlite3.Connection, jobs: list) -> None:  # type: ignore[type-arg]
+        def counted(writer: Writer, conn: sqlite3.Connection, jobs: list, **options: Any) -> None:  # type: ignore[type-arg]
             self.sizes.append(len(jobs))
-            commit(writer, conn, jobs)
+            commit(writer, conn, jobs, **options)
 
         monkeypatch.setattr(Writer, "_commit", counted)
 
@@ -200,3 +200,16 @@ async def test_appends_and_other_writes_interleaved_in_one_batch(store: Store, d
     with sqlite3.connect(db_path) as conn:
         ids = [row[0] for row in conn.execute("SELECT id FROM messages ORDER BY id")]
     assert len(ids) == len(set(ids)) == 6
+
+
+async def test_a_crowd_of_appends_queued_while_the_writer_was_busy_goes_in_one_transaction(
+    store: Store, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Already waiting when the writer comes for them (as under the gateway's load), 120 appends are
+    # one transaction: two would only add a hand-back for a busy event loop (SPLIT_MIN_APPENDS).
+    sessions = [await new_session(store, f"telegram:{n}") for n in range(120)]
+    async with _OneBatch(store, monkeypatch) as batch:
+        await batch.gather(*(store.append_messages(s.id, [user(f"hello from {s.id}")]) for s in sessions))
+    assert transaction_sizes(db_path) == [120]
+    for session in sessions:
+        assert [m.content for m in await store.load_messages(session.id)] == [f"hello from {session.id}"]

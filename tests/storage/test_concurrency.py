@@ -13,7 +13,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from storage import RetryPolicy, Store, WriteFailedError
-from tests.storage.conftest import new_session, user
+from tests.storage.conftest import new_session, transaction_sizes, user
 from tests.storage.test_migrations import make_v1_database
 
 LOCK_HOLDER = Path(__file__).with_name("lock_holder.py")
@@ -84,3 +84,16 @@ async def test_opening_waits_out_a_lock_to_migrate(db_path: Path) -> None:
     finally:
         await store.close()
     assert any(entry["event"] == "storage.write_retry" and entry["what"] == "migrate" for entry in logs)
+
+
+
+async def test_a_crowd_of_appends_the_writer_waited_for_goes_in_two_transactions(store: Store, db_path: Path) -> None:
+    # The writer is idle when the first append comes, and the other 119 join it while another process
+    # holds the lock: it writes them as two halves, so one half's callers resume while the other is
+    # written (SPLIT_MIN_APPENDS). Everything is stored, in order, once.
+    sessions = [await new_session(store, f"telegram:{n}") for n in range(120)]
+    async with lock_held(db_path, 1.0):
+        await asyncio.gather(*(store.append_messages(s.id, [user(f"hello from {s.id}")]) for s in sessions))
+    assert transaction_sizes(db_path) == [60, 60]
+    for session in sessions:
+        assert [m.content for m in await store.load_messages(session.id)] == [f"hello from {session.id}"]
