@@ -18,8 +18,9 @@ Configuration: ``sessions.debounce_ms: 0`` (a debounce window adds itself to the
 latency by design), ``sessions.max_concurrent_turns: 64``, ``/health`` on port
 0, logging to a file in the temp home at ``warning`` (``--log-level info`` to
 see what the default ``info`` level costs), no console. Once the gateway is up, the
-garbage collector is set up as ``switchboard run`` sets it up (``settle_heap`` in
-``gateway/runner.py``: the start-up heap frozen, higher thresholds). The event
+interpreter is set up as ``switchboard run`` sets it up (``settle_runtime`` in
+``gateway/runner.py``: the start-up heap frozen, higher collector thresholds, a
+2 ms GIL switch interval). The event
 loop is the one ``switchboard run`` picks (``gateway.event_loop: auto``: uvloop
 when installed); ``--loop asyncio`` measures asyncio's own, and ``event_loop`` in
 the figures says which ran. Gateway and floor always share the loop.

@@ -29,7 +29,7 @@ from config import load_config
 from gateway.access import AccessPolicy
 from gateway.app import Gateway
 from gateway.events import InboundMessage, OutboundMessage
-from gateway.runner import search_function, settle_heap
+from gateway.runner import search_function, settle_runtime
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter
 
@@ -147,7 +147,7 @@ async def start_gateway(home: Path) -> System:
     adapter = BenchAdapter(tracker)
     gateway = Gateway(loaded, store, [adapter], agent, extra_access={"loopback": AccessPolicy(allow_all=True)})
     await gateway.start()
-    settle_heap()  # as `switchboard run` does once the gateway is up
+    settle_runtime()  # as `switchboard run` does once the gateway is up
 
     async def check() -> None:
         deadline = time.perf_counter() + 30

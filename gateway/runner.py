@@ -69,7 +69,7 @@ async def run_gateway(
             log.error("run.no_adapter_running", hint="see the adapter.start_failed lines above")
             print("Switchboard stopped: no platform adapter could start (details in the log).", file=sys.stderr)
             return EXIT_FAILED
-        settle_heap()
+        settle_runtime()
         await stop.wait()
     finally:
         await gateway.shutdown()
@@ -87,6 +87,24 @@ alternating): (10,000, 2, 10) spent 2.9 - 3.0 s in the collector (about 115 youn
 1.0 - 1.1 s (15, 2 - 3 and 1) and 7.5 - 8.5 s of CPU for 2,533 - 2,855 turns/s, its longest pause
 about 100 ms instead of about 170. Peak RSS was the same (159 MB). (100,000, 4, 10) saved a little
 more time but doubled the longest full collection in a full benchmark run (165 against 76 ms)."""
+
+
+SWITCH_INTERVAL = 0.002
+"""Seconds a thread that wants the GIL waits before the one running Python must hand it over (default 5 ms).
+
+The storage writer's thread needs the GIL back after every SQLite statement, and under load the
+event loop is always running Python: each statement of a write transaction then waited up to the
+full interval, so a transaction took tens of ms, and the turns awaiting it waited as long. Measured
+at the gateway benchmark's full size (closed loop, intervals alternating in one process, 3 rounds
+twice): 5 ms gave 2,097 / 1,961 / 1,890 and 2,201 / 2,228 / 2,290 turns/s, 2 ms 2,237 / 2,267 /
+1,963 and 2,546 / 2,369, 1 ms about the same as 2 ms; 0.5 ms no better than 5 ms. The storage
+benchmark (no event-loop load besides the appends) showed no difference."""
+
+
+def settle_runtime() -> None:
+    """Set the interpreter up for a long-running gateway once it is up: the heap, then the GIL's switch interval."""
+    settle_heap()
+    sys.setswitchinterval(SWITCH_INTERVAL)
 
 
 def settle_heap() -> None:
