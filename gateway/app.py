@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -57,8 +57,12 @@ class Gateway:
         agent: Agent,
         *,
         extra_access: Mapping[str, AccessPolicy] | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        """``clock``: the wall clock the session policies read (idle and daily resets, /status, /usage,
+        pruning); tests pass a fake one, along with the store's (``Store.open(clock=...)``)."""
         settings = loaded.settings
+        self._clock = clock
         self._loaded = loaded
         self._store = store
         self._adapters = list(adapters)
@@ -76,7 +80,7 @@ class Gateway:
             self.metrics,
             policy=DeliveryPolicy(keep_trying=settings.gateway.undelivered_keep_hours * 3600.0),
         )
-        self.conversations = Conversations(store, agent, settings.sessions)
+        self.conversations = Conversations(store, agent, settings.sessions, clock=clock)
         runner = TurnRunner(
             store=store,
             conversations=self.conversations,
@@ -104,7 +108,7 @@ class Gateway:
         pairing = Pairing(store)
         commands = CommandHandlers(
             store=store, conversations=self.conversations, lanes=self.lanes, delivery=self.delivery,
-            access=access, pairing=pairing,
+            access=access, pairing=pairing, clock=clock,
         )  # fmt: skip
         self.intake = Intake(
             store=store, access=access, pairing=pairing, lanes=self.lanes, commands=commands, delivery=self.delivery,
@@ -168,7 +172,7 @@ class Gateway:
             await asyncio.sleep(self._loaded.settings.gateway.undelivered_retry_every)
 
     async def _prune(self) -> None:
-        cutoff = time.time() - KEEP_SETTLED
+        cutoff = self._clock() - KEEP_SETTLED
         try:
             inbox = await self._store.inbox_prune(cutoff)
             outbox = await self._store.outbox_prune(cutoff)

@@ -61,15 +61,20 @@ async def start_gateway(model_server: ModelServer, tmp_path: Path) -> AsyncItera
         adapter: LoopbackAdapter | None = None,
         home: Path | None = None,
         store_clock: Callable[[], float] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> Running:
-        """``store_clock``: the store's clock, which dates sessions and messages (the wall clock by default)."""
+        """``store_clock``: the store's clock, which dates sessions and messages (the wall clock by default).
+        ``clock``: one clock for the store and the gateway's session policies both."""
         home = home or tmp_path / "home"
         path = write_config(home, model_server, overrides)
         loaded = load_config(path, {"SWITCHBOARD_HOME": str(home)}, create_home=True)
+        store_clock = store_clock or clock
         store = await Store.open(loaded.db_path, **({"clock": store_clock} if store_clock else {}))
         agent = build_agent(loaded, search=search_function(store))
         adapter = adapter or LoopbackAdapter()
-        gateway = Gateway(loaded, store, [adapter], agent, extra_access={"loopback": policy})
+        gateway = Gateway(
+            loaded, store, [adapter], agent, extra_access={"loopback": policy}, **({"clock": clock} if clock else {})
+        )
         await gateway.start()
         running = Running(gateway, adapter, store, home)
         started.append(running)

@@ -1,14 +1,13 @@
 """The session reset policies (``sessions.reset``: idle, daily, none) through the whole gateway.
 
-Seam: :class:`gateway.conversations.Conversations` takes a ``clock``, but :class:`gateway.app.Gateway`
-builds it with the wall clock and has no way to pass one in. What the gateway does take is a
-:class:`storage.Store`, and ``Store.open(clock=...)`` stamps every session start and message. The
-end-to-end tests below therefore hold the store's clock at a chosen moment in the past while the
-first turn is stored, then let it follow the wall clock again: the gateway then sees a conversation
-whose last message really is that old. The margins they need are minutes to hours, never the
-test's own speed. The exact boundaries (one second either side) need "now" itself, so they run
-against the smallest unit that holds the policy: ``Conversations`` with the real store and agent and
-one fake clock shared by both.
+Two seams. ``Store.open(clock=...)`` stamps every session start and message: most end-to-end tests
+below hold the store's clock at a chosen moment in the past while the first turn is stored, then
+let it follow the wall clock again, so the gateway, on the wall clock, sees a conversation whose
+last message really is that old (margins of minutes to hours, never the test's own speed).
+``Gateway(clock=...)`` is the clock its session policies read: with one fake clock for it and the
+store, a test pins a boundary to the second through the whole gateway. The exact boundaries of
+every policy are also checked on the smallest unit that holds them: ``Conversations`` with the
+real store and agent and one fake clock shared by both.
 """
 
 from __future__ import annotations
@@ -127,6 +126,33 @@ async def test_idle_a_message_inside_the_idle_window_continues_the_session(
         "my number is 42", "re: my number is 42", "what is my number?", "re: what is my number?"
     ]  # fmt: skip
     assert "my number is 42" in str(request.messages) and IDLE_NOTE not in str(request.messages)
+
+
+async def test_idle_through_the_gateway_the_window_ends_to_the_second(
+    start_gateway: GatewayFactory, model_server: ModelServer
+) -> None:
+    # One fake clock for the store and the gateway: a turn's messages are stamped with the moment it
+    # ran, and the idle window counts from the last of them.
+    model_server.responder = lambda record: Text("re: " + NOTE.sub("", record.last_user_text).strip())
+    clock = FakeClock(T0)
+    running = await start_gateway({"sessions": {"reset": "idle", "idle_minutes": 60}}, clock=clock)
+
+    async def ask(text: str, at: float, replies: int) -> list[SessionRecord]:
+        clock.now = at
+        await running.adapter.inject(text)
+        await running.adapter.wait_sent(replies)
+        await settled(running.store)
+        return sorted(await running.store.list_sessions(), key=lambda s: s.started_at)
+
+    (first,) = await ask("my number is 42", T0, 1)
+    (same,) = await ask("what is my number?", T0 + HOUR - 1, 2)  # one second inside the window
+    assert same.id == first.id and same.is_open
+    assert "my number is 42" in str(answering(model_server, "what is my number?").messages)
+    ended, new = await ask("and now?", T0 + HOUR - 1 + HOUR, 3)  # exactly a window after the last message
+    assert ended.id == first.id and ended.end_reason == "idle" and ended.ended_at == T0 + 2 * HOUR - 1
+    assert new.is_open and new.started_at == T0 + 2 * HOUR - 1
+    request = answering(model_server, "and now?")
+    assert "my number is 42" not in str(request.messages) and IDLE_NOTE in str(request.messages)
 
 
 def last_rollover(hour: int) -> float:
