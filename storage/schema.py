@@ -114,9 +114,11 @@ def _fts_triggers(columns: Sequence[str], value: Callable[[str, str], str] = _as
 # instead. Merging 16 segments at a time means fewer levels, so each message's
 # index entries are rewritten fewer times; 'crisismerge' is the backstop if the
 # slices ever fall behind.
+FTS_USERMERGE: Final = 16
+"""Segments of one level that a 'merge' step combines; with fewer on every level, a step has nothing to do."""
 _FTS_MERGE_SETTINGS: Final = (
     "INSERT INTO messages_fts(messages_fts, rank) VALUES ('automerge', 0)",
-    "INSERT INTO messages_fts(messages_fts, rank) VALUES ('usermerge', 16)",
+    f"INSERT INTO messages_fts(messages_fts, rank) VALUES ('usermerge', {FTS_USERMERGE})",
     "INSERT INTO messages_fts(messages_fts, rank) VALUES ('crisismerge', 32)",
 )
 

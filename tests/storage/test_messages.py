@@ -11,7 +11,9 @@ import pytest
 
 from agent.messages import ChatMessage, ToolCall
 from storage import MergePolicy, MessageRecord, NewMessage, SessionNotFoundError, Store, ToolCallRecord
+from storage import writer
 from storage.records import _MESSAGE_FIELDS, message_record
+from storage.schema import FTS_USERMERGE
 from tests.storage.conftest import new_session, user
 
 
@@ -204,3 +206,35 @@ async def test_index_stays_consistent_through_many_batches_and_merges(db_path: P
     with sqlite3.connect(db_path) as conn:
         conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+async def test_no_merge_transaction_runs_before_there_is_a_merge_step_to_do(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A merge step combines FTS_USERMERGE segments of one level, and each append awaited on its own
+    # is a transaction and one new segment. With fewer, a merge slice would find nothing to do and
+    # still cost the writer a transaction. Merging is owed from the first message here.
+    slices: list[int] = []
+    merge_slice = writer._merge_slice
+
+    def counted(conn: sqlite3.Connection, *, pages: int) -> None:
+        slices.append(pages)
+        merge_slice(conn, pages=pages)
+
+    monkeypatch.setattr(writer, "_merge_slice", counted)
+    store = await Store.open(db_path, merge=MergePolicy(pages_per_row=100.0))
+    try:
+        session = await new_session(store)
+        for i in range(FTS_USERMERGE - 1):
+            await store.append_messages(session.id, [user(f"message {i}")])
+        assert slices == []
+        await store.append_messages(session.id, [user("one segment more")])
+        async with asyncio.timeout(10):
+            while not slices:
+                await asyncio.sleep(0.01)
+    finally:
+        await store.close()
+    with sqlite3.connect(db_path) as conn:
+        segments = conn.execute("SELECT COUNT(DISTINCT segid) FROM messages_fts_idx").fetchone()[0]
+        conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+    assert 1 <= segments < FTS_USERMERGE  # the step ran: the segments became one
