@@ -83,11 +83,13 @@ class CommandHandlers:
         prompt = record.input_tokens + record.cache_read_tokens + record.cache_write_tokens
         share = record.cache_read_tokens / prompt if prompt else 0.0
         age = _duration(self._clock() - record.started_at)
-        busy = "answering now" if self._lanes.is_busy(str(key)) else "idle"
+        # "idle" would read like the idle reset policy: say what the bot is doing instead.
+        doing = "answering now" if self._lanes.is_busy(str(key)) else "waiting for your next message"
         return "\n".join(
             [
                 f"Session: {record.id}",
-                f"Started: {age} ago ({busy})",
+                f"Started: {age} ago",
+                f"Now: {doing}",
                 f"Messages: {record.message_count}",
                 f"Tokens: {prompt:,} in, {record.output_tokens:,} out; last prompt {record.last_prompt_tokens:,}",
                 f"Read from cache: {share:.0%} of input",

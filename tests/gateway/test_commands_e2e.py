@@ -23,10 +23,14 @@ async def test_help_status_usage(start_gateway: GatewayFactory, model_server: Mo
     assert running.adapter.texts()[-1].startswith("No conversation yet")
     await running.adapter.inject("hello")
     await running.adapter.wait_sent(3)
+    async with asyncio.timeout(30):  # the turn finishes just after its reply is sent
+        while running.gateway.lanes.running():
+            await asyncio.sleep(0.02)
     await running.adapter.inject("/status")
     await running.adapter.wait_sent(4)
     status = running.adapter.texts()[-1]
     assert "Session: " in status and "Messages: 2" in status and "Model: claude-sonnet-4-6" in status
+    assert "Now: waiting for your next message" in status
     await running.adapter.inject("/usage")
     await running.adapter.wait_sent(5)
     usage = running.adapter.texts()[-1]
@@ -70,7 +74,7 @@ async def test_commands_are_answered_while_a_turn_runs(start_gateway: GatewayFac
         await asyncio.sleep(0.01)
     await running.adapter.inject("/status")
     (status,) = await running.adapter.wait_sent(1)
-    assert "answering now" in status.text
+    assert "Now: answering now" in status.text
 
 
 async def fill_a_long_conversation(running: Running, model_server: ModelServer) -> None:
