@@ -95,9 +95,10 @@ SWITCH_INTERVAL = 0.002
 The storage writer's thread needs the GIL back after every SQLite statement, and under load the
 event loop is always running Python: each statement of a write transaction then waited up to the
 full interval, so a transaction took tens of ms, and the turns awaiting it waited as long. Measured
-at the gateway benchmark's full size (closed loop, intervals alternating in one process, 3 rounds
-twice): 5 ms gave 2,097 / 1,961 / 1,890 and 2,201 / 2,228 / 2,290 turns/s, 2 ms 2,237 / 2,267 /
-1,963 and 2,546 / 2,369, 1 ms about the same as 2 ms; 0.5 ms no better than 5 ms. The storage
+at the gateway benchmark's full size (closed loop, intervals alternating in one process): in 5
+rounds that ran both, 2 ms gave 2,546 / 2,369 / 2,237 / 2,267 / 1,963 turns/s against 5 ms's
+2,099 / 2,095 / 2,097 / 1,961 / 1,890; 1 ms was about the same as 2 ms (2,412 / 2,420 / 2,337
+against 2,201 / 2,228 / 2,290 in another run); 0.5 ms was no better than 5 ms. The storage
 benchmark (no event-loop load besides the appends) showed no difference."""
 
 
