@@ -17,11 +17,22 @@ from typing import Any
 
 def parse_args(description: str, argv: Sequence[str] | None = None, *, loop: bool = False) -> argparse.Namespace:
     """``--quick`` and ``--json``; with ``loop``, ``--loop`` too (see :func:`add_loop_option`)."""
+    parser = bench_parser(description)
+    if loop:
+        add_loop_option(parser)
+    return known_args(parser, argv)
+
+
+def bench_parser(description: str) -> argparse.ArgumentParser:
+    """A benchmark's argument parser with the options every benchmark takes: ``--quick`` and ``--json``."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="a smaller run that finishes within a minute")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-    if loop:
-        add_loop_option(parser)
+    return parser
+
+
+def known_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The options ``parser`` knows; the others are left alone."""
     return parser.parse_known_args(argv)[0]  # `python -m bench` passes every benchmark the same arguments
 
 

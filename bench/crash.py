@@ -65,7 +65,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from bench.common import say
+from bench.common import parse_args, say
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.relay_platform import RelayPlatform, Sent
 from tests.gateway.processes import REPO, clean_env
@@ -390,10 +390,7 @@ async def measure(quick: bool, tmp: Path) -> tuple[dict[str, Any], list[dict[str
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a smaller run that finishes within a minute")
-    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-    return parser.parse_known_args(argv)[0]  # `python -m bench` passes every benchmark the same arguments
+    return parse_args(__doc__.splitlines()[0], argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

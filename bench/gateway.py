@@ -87,7 +87,7 @@ from typing import Any
 
 import structlog
 
-from bench.common import CpuSteal, add_loop_option, emit, loop_name, percentile, say
+from bench.common import CpuSteal, add_loop_option, bench_parser, emit, known_args, loop_name, percentile, say
 from bench.gateway_systems import CACHE, MAX_CONCURRENT, System, start_floor, start_gateway
 from gateway import event_loop
 from gateway.logs import configure_logging
@@ -312,13 +312,11 @@ def report_profile(profiler: cProfile.Profile, path: str) -> None:
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a smaller run that finishes within a minute")
-    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    parser = bench_parser(__doc__.splitlines()[0])
     parser.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))
     parser.add_argument("--profile", metavar="FILE", help="cProfile the gateway throughput phase into FILE")
     add_loop_option(parser)
-    return parser.parse_known_args(argv)[0]  # `python -m bench` passes every benchmark the same arguments
+    return known_args(parser, argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
