@@ -3,6 +3,7 @@ fake model server, and the loopback adapter in place of a platform."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -93,3 +94,11 @@ def spoken(user_text: str) -> str:
     """The user's own words in a model request: the gateway's call-time note and, in a shared
     thread, the ``NAME: `` before the message taken off."""
     return SENDER.sub("", GATEWAY_NOTE.sub("", user_text).strip())
+
+
+async def settled(store: Store) -> None:
+    """Wait until every accepted message is answered and every reply chunk delivered or given up
+    (the timeout only stops a hang)."""
+    async with asyncio.timeout(30):
+        while await store.inbox_unfinished() or await store.outbox_pending():
+            await asyncio.sleep(0.02)

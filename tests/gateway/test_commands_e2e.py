@@ -23,9 +23,7 @@ async def test_help_status_usage(start_gateway: GatewayFactory, model_server: Mo
     assert running.adapter.texts()[-1].startswith("No conversation yet")
     await running.adapter.inject("hello")
     await running.adapter.wait_sent(3)
-    async with asyncio.timeout(30):  # the turn finishes just after its reply is sent
-        while running.gateway.lanes.running():
-            await asyncio.sleep(0.02)
+    await turns_finished(running)
     await running.adapter.inject("/status")
     await running.adapter.wait_sent(4)
     status = running.adapter.texts()[-1]
@@ -81,7 +79,12 @@ async def fill_a_long_conversation(running: Running, model_server: ModelServer) 
     for index in range(6):
         await running.adapter.inject(f"step {index}: " + "words " * 400)
         await running.adapter.wait_sent(index + 1)
-    async with asyncio.timeout(30):  # the last turn finishes just after its reply is sent
+    await turns_finished(running)
+
+
+async def turns_finished(running: Running) -> None:
+    """Wait until no turn runs: a turn finishes just after its reply is sent (the timeout only stops a hang)."""
+    async with asyncio.timeout(30):
         while running.gateway.lanes.running():
             await asyncio.sleep(0.02)
 

@@ -19,7 +19,7 @@ from gateway.turns import INTERRUPTED_RESULT, NOTHING_TO_ADD
 from storage import NewMessage, Store, ToolCallRecord
 from tests.fakes.adapter import TelegramHtmlLoopbackAdapter
 from tests.fakes.model_server import ModelServer, Text, Timeout, ToolCalls, ToolUse
-from tests.gateway.conftest import GatewayFactory, spoken
+from tests.gateway.conftest import GatewayFactory, settled, spoken
 
 
 async def eventually(predicate, *, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
@@ -230,14 +230,6 @@ async def test_whoami_works_for_strangers(start_gateway: GatewayFactory) -> None
     await running.adapter.inject("/whoami", user_id="u42", user_name="Ada")
     (reply,) = await running.adapter.wait_sent(1)
     assert "u42" in reply.text and "Ada" in reply.text and "not on the list" in reply.text
-
-
-async def settled(store: Store) -> None:
-    """Wait until every accepted message is answered and every reply chunk delivered or given up
-    (the timeout only stops a hang)."""
-    async with asyncio.timeout(30):
-        while await store.inbox_unfinished() or await store.outbox_pending():
-            await asyncio.sleep(0.02)
 
 
 async def test_long_reply_is_chunked_in_order_and_rejected_markup_falls_back_to_plain(

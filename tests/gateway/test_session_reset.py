@@ -12,7 +12,6 @@ real store and agent and one fake clock shared by both.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import re
 import time
@@ -30,7 +29,7 @@ from gateway.runner import search_function
 from gateway.session_key import SessionKey
 from storage import NewMessage, SessionRecord, Store
 from tests.fakes.model_server import ModelServer, RequestRecord, Text
-from tests.gateway.conftest import GatewayFactory, Running, write_config
+from tests.gateway.conftest import GatewayFactory, Running, settled, write_config
 
 HOUR = 3600.0
 NOTE = re.compile(r"\[[^\]]*\]")
@@ -61,13 +60,6 @@ async def start_gateway_with_store_clock(start_gateway: GatewayFactory) -> Start
         return await start_gateway(overrides, store_clock=clock), clock
 
     return start
-
-
-async def settled(store: Store) -> None:
-    """Wait until every accepted message is answered and every reply chunk delivered (the timeout only stops a hang)."""
-    async with asyncio.timeout(30):
-        while await store.inbox_unfinished() or await store.outbox_pending():
-            await asyncio.sleep(0.02)
 
 
 def answering(model_server: ModelServer, text: str) -> RequestRecord:
