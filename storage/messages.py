@@ -32,6 +32,7 @@ __all__ = [
     "AppendRequest",
     "MessageAppend",
     "Sequences",
+    "append_alone",
     "insert_appends",
     "last_seq",
     "load_messages",
@@ -65,6 +66,7 @@ _BULK_INSERT: Final = f"""
     FROM json_each(?2) AS r
 """
 # SQLite's JSON functions stop a string at a NUL character; such rows go in one by one.
+_HAS_NUL: Final = "\\u0000"
 _ROW_INSERT: Final = f"INSERT INTO {_COLUMNS_IN} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
@@ -151,6 +153,14 @@ class Sequences:
             self._data_version = version
             self.forget()
 
+    def notice_commits(self, conn: sqlite3.Connection) -> None:
+        """After a write outside a transaction: if another connection has committed, count it and forget."""
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            self.external_commits += 1
+            self._data_version = version
+            self.forget()
+
     def forget(self) -> None:
         self.last_id = None
         self.last_seq.clear()
@@ -161,8 +171,8 @@ def insert_appends(
 ) -> list[list[MessageRecord] | StorageError]:
     """Insert every request's messages; one result (records or error) per request, in order.
 
-    ``known`` (updated in place) saves probing sessions appended to before;
-    without it every session of the batch is probed.
+    Runs inside the caller's transaction. ``known`` (updated in place) saves probing sessions
+    appended to before; without it every session of the batch is probed.
     """
     known = known if known is not None else Sequences()
     wanted = {request.session_id for request in requests}
@@ -173,15 +183,62 @@ def insert_appends(
                 known.last_id = value or 0
             else:
                 known.last_seq[session_id] = value or 0
-    last_id = known.last_id or 0
-    last_seq = known.last_seq
+    placed = _place(requests, now, known)
+    if placed.rows:
+        _insert_rows(conn, placed.rows, placed.payload, now)
+    placed.keep(known)
+    return placed.results
 
-    placed: list[tuple[int, str, int, tuple[Any, ...]]] = []  # (id, session, seq, values) of every row
-    texts: list[str] = []  # the same rows as JSON, from the values the caller encoded
+
+def append_alone(
+    conn: sqlite3.Connection, requests: Sequence[AppendRequest], now: float, known: Sequences
+) -> list[list[MessageRecord] | StorageError] | None:
+    """Insert appends as one statement outside any transaction (SQLite commits it on its own), or None.
+
+    Saves the ``BEGIN``, the ``PRAGMA data_version`` and the ``COMMIT`` of a transaction, each a
+    trip from SQLite back to Python that must take the GIL from a busy event loop. Only for
+    sessions ``known`` holds, and messages without NUL characters (those need a statement of their
+    own); None, with nothing written, otherwise. Safe without the probe a transaction starts with:
+    if another connection has appended since ``known`` was filled, an id or ``(session_id, seq)``
+    of this statement is taken, it fails with ``sqlite3.IntegrityError`` and writes nothing (the
+    caller forgets ``known`` and runs the batch in a transaction, probing afresh); a commit that
+    did not collide is noticed just after (``Sequences.notice_commits``).
+    """
+    if known.last_id is None or any(request.session_id not in known.last_seq for request in requests):
+        return None
+    placed = _place(requests, now, known)
+    if not placed.rows or _HAS_NUL in placed.payload:
+        return None
+    conn.execute(_BULK_INSERT, (now, placed.payload))
+    placed.keep(known)
+    known.notice_commits(conn)
+    return placed.results
+
+
+@dataclass(slots=True)
+class _Placed:
+    """A batch of appends with ids and seqs given, not yet written (``keep`` makes ``Sequences`` follow)."""
+
+    results: list[list[MessageRecord] | StorageError]
+    rows: list[tuple[int, str, int, tuple[Any, ...]]]  # (id, session, seq, values) of every row
+    payload: str  # the same rows as one JSON array, from the values the callers encoded
+    last_id: int
+    last_seq: dict[str, int]
+
+    def keep(self, known: Sequences) -> None:
+        known.last_id = self.last_id
+        known.last_seq.update(self.last_seq)
+
+
+def _place(requests: Sequence[AppendRequest], now: float, known: Sequences) -> _Placed:
+    last_id = known.last_id or 0
+    last_seq: dict[str, int] = {}
+    rows: list[tuple[int, str, int, tuple[Any, ...]]] = []
+    texts: list[str] = []
     results: list[list[MessageRecord] | StorageError] = []
     for request in requests:
         session_id = request.session_id
-        seq = last_seq.get(session_id)
+        seq = last_seq.get(session_id, known.last_seq.get(session_id))
         if seq is None:
             results.append(SessionNotFoundError(session_id))
             continue
@@ -191,22 +248,19 @@ def insert_appends(
         for message, values, tail in zip(request.messages, request.values, encoded):
             last_id += 1
             seq += 1
-            placed.append((last_id, session_id, seq, values))
+            rows.append((last_id, session_id, seq, values))
             texts.append(f"[{last_id}{head}{seq},{tail}")
             records.append(_record(last_id, session_id, seq, now, message))
         last_seq[session_id] = seq
         results.append(records)
-    known.last_id = last_id
-    if placed:
-        _insert_rows(conn, placed, f"[{','.join(texts)}]", now)
-    return results
+    return _Placed(results, rows, f"[{','.join(texts)}]", last_id, last_seq)
 
 
 def _insert_rows(
     conn: sqlite3.Connection, placed: list[tuple[int, str, int, tuple[Any, ...]]], payload: str, now: float
 ) -> None:
     """``payload``: the rows as a JSON array (``[id, session, seq, *values]`` each)."""
-    if "\\u0000" not in payload:
+    if _HAS_NUL not in payload:
         conn.execute(_BULK_INSERT, (now, payload))
         return
     rows = [(message_id, session_id, seq, *values) for message_id, session_id, seq, values in placed]

@@ -5,6 +5,9 @@ Callers ``await writer.run(op)``, ``await writer.append(request)`` or
 writer connection's thread drains (``storage/worker.py`` runs the batching
 loop there): everything queued so far becomes one ``BEGIN IMMEDIATE ...
 COMMIT`` (group commit), or two (``SPLIT_MIN_APPENDS`` says when and why).
+A batch of nothing but plain appends to sessions the writer has appended to
+before is a single ``INSERT`` that SQLite commits on its own
+(``_append_alone``).
 All appends of a batch become one bulk insert, and
 all bulk writes of one kind one call of that kind (``storage/bulk.py``);
 other operations (plain functions of a ``sqlite3.Connection``) run one after
@@ -48,14 +51,13 @@ import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Final, Generic, TypeVar
 
 from storage.bulk import BulkWrite
 from storage.errors import StoreClosedError, WriteFailedError
 from storage.log import log
 from storage.maintenance import WalProgress
-from storage.messages import AppendRequest, Sequences, insert_appends
+from storage.messages import AppendRequest, Sequences, append_alone, insert_appends
 from storage.records import MessageRecord
 from storage.retry import RetryPolicy, is_busy
 from storage.schema import FTS_USERMERGE
@@ -256,7 +258,9 @@ class Writer:
             part, later = _halves(jobs) if split else (jobs, [])
             try:
                 ops = [job.op for job in part]
-                outcomes = in_transaction(conn, lambda c: _apply(c, ops, self._clock(), self._known))
+                outcomes = None if failures else _append_alone(conn, ops, self._clock(), self._known)
+                if outcomes is None:
+                    outcomes = in_transaction(conn, lambda c: _apply(c, ops, self._clock(), self._known))
             except sqlite3.Error as error:
                 self._known.forget()
                 if not is_busy(error):
@@ -334,7 +338,7 @@ class Writer:
         assert self._merge is not None
         before = conn.total_changes
         try:
-            in_transaction(conn, partial(_merge_slice, pages=self._merge.pages_per_slice))
+            _merge_slice(conn, pages=self._merge.pages_per_slice)  # one statement: its own transaction
         except sqlite3.Error as error:  # maintenance is best effort
             log.warning("storage.merge_skipped", error=str(error))
             return False
@@ -447,6 +451,27 @@ def _apply(
             outcomes[index] = _Outcome(op(conn))  # type: ignore[operator]
             known.last_id = None  # it may have added messages (a lineage split does): read the last id again
     return outcomes  # type: ignore[return-value]
+
+
+def _append_alone(
+    conn: sqlite3.Connection, ops: list[WriteOp[Any] | AppendRequest | BulkWrite], now: float, known: Sequences
+) -> list[_Outcome] | None:
+    """A batch of nothing but plain appends (no usage, no riding write) as one statement, without a
+    transaction of its own (``storage.messages.append_alone``); None if it must take a transaction.
+
+    Measured in paired rounds of ``bench.storage --quick``'s appends (100 sessions, 10,000
+    messages), alternating in one process with every batch in ``BEGIN IMMEDIATE ... COMMIT``:
+    ahead in 15 of 20 pairs; over the last 12, median ratio to the raw floor 0.712 against 0.670.
+    """
+    for op in ops:
+        if not isinstance(op, AppendRequest) or op.usage is not None or op.then is not None:
+            return None
+    try:
+        results = append_alone(conn, ops, now, known)  # type: ignore[arg-type]
+    except sqlite3.IntegrityError:  # another connection appended meanwhile: nothing was written
+        known.forget()
+        return None
+    return None if results is None else [_Outcome(result) for result in results]
 
 
 def _apply_appends(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent.messages import ChatMessage, ToolCall
-from storage import MergePolicy, MessageRecord, NewMessage, SessionNotFoundError, Store, ToolCallRecord
+from storage import MergePolicy, MessageRecord, NewMessage, SessionNotFoundError, Store, ToolCallRecord, Usage
 from storage import writer
 from storage.records import _MESSAGE_FIELDS, message_record
 from storage.schema import FTS_USERMERGE
@@ -160,6 +160,61 @@ async def test_a_new_sessions_history_is_known_yet_follows_other_stores(db_path:
     finally:
         await first.close()
         await second.close()
+
+
+async def test_a_store_appending_after_another_stores_rows_takes_fresh_ids(db_path: Path) -> None:
+    """The writer's second append to a session is one statement with ids it worked out itself; when
+    another store has taken those ids meanwhile (in another session), the statement fails whole and
+    the batch goes in again, with fresh ids."""
+    first, second = await Store.open(db_path), await Store.open(db_path)
+    try:
+        mine, theirs = await new_session(first, "telegram:1"), await new_session(first, "telegram:2")
+        await first.append_messages(mine.id, [user("a")])  # first's writer now knows id 1 is the last
+        await second.append_messages(theirs.id, [user("x"), user("y")])  # ids 2 and 3
+        (record,) = await first.append_messages(mine.id, [user("b")])
+        assert (record.id, record.seq) == (4, 2)
+        await first.append_messages(mine.id, [user("c")])
+    finally:
+        await first.close()
+        await second.close()
+    with sqlite3.connect(db_path) as conn:
+        rows = conn.execute("SELECT id, session_id, seq, content FROM messages ORDER BY id").fetchall()
+    assert rows == [
+        (1, mine.id, 1, "a"), (2, theirs.id, 1, "x"), (3, theirs.id, 2, "y"), (4, mine.id, 2, "b"), (5, mine.id, 3, "c"),
+    ]  # fmt: skip
+
+
+def verbs(statements: list[str]) -> list[str]:
+    """The first word of each statement SQLite ran, upper case."""
+    return [sql.split()[0].upper() for sql in statements]
+
+
+async def test_plain_appends_to_a_known_session_commit_without_a_transaction_of_their_own(store: Store) -> None:
+    session = await new_session(store)
+    statements: list[str] = []
+    await store._writer.run(lambda conn: conn.set_trace_callback(statements.append))  # in the writer's thread
+    try:
+        statements.clear()  # the COMMIT of the write that set the callback
+        await store.append_messages(session.id, [user("the writer learns this session's last seq")])
+        assert verbs(statements)[0] == "BEGIN"
+        statements.clear()
+        await store.append_messages(session.id, [user("plain"), user("appends")])
+        plain = list(statements)
+        statements.clear()
+        await store.append_messages(session.id, [user("nul\x00inside")])  # needs a statement of its own
+        with_nul = list(statements)
+        statements.clear()
+        await store.append_messages(session.id, [user("with usage")], usage=Usage(input_tokens=3, output_tokens=1))
+        with_usage = list(statements)
+    finally:
+        await store._writer.run(lambda conn: conn.set_trace_callback(None))
+    assert verbs(plain)[0] == "INSERT" and not {"BEGIN", "COMMIT"} & set(verbs(plain))
+    assert verbs(with_nul)[0] == "BEGIN" and verbs(with_usage)[0] == "BEGIN"
+    assert [m.content for m in await store.load_messages(session.id)][1:] == [
+        "plain", "appends", "nul\x00inside", "with usage",
+    ]  # fmt: skip
+    record = await store.get_session(session.id)
+    assert record is not None and (record.input_tokens, record.output_tokens) == (3, 1)
 
 
 async def test_loaded_lists_are_copies(store: Store) -> None:

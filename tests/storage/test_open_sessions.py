@@ -85,6 +85,22 @@ async def test_another_process_ending_the_session_is_seen_at_the_next_write(stor
     assert await same_as_database(store, "telegram:1") is None
 
 
+async def test_another_process_ending_the_session_is_seen_after_a_plain_append(store: Store, db_path: Path) -> None:
+    # The writer appended to `other` before, so the next append is one statement with no transaction
+    # (no probe at its start); it must still notice the other store's commit.
+    session = await new_session(store, "telegram:1")
+    other = await new_session(store, "telegram:2")
+    await store.append_messages(other.id, [user("first")])
+    await store.find_open_session("telegram:1")
+    outside = await Store.open(db_path)
+    try:
+        await outside.end_session(session.id, "user")
+    finally:
+        await outside.close()
+    await store.append_messages(other.id, [user("a plain append to a session this writer knows")])
+    assert await same_as_database(store, "telegram:1") is None
+
+
 async def test_an_idle_store_reads_again_after_max_age(db_path: Path) -> None:
     store = await Store.open(db_path, open_session_max_age=0.0)
     try:
