@@ -28,7 +28,10 @@
    3-character CJK words (5 hits each); ``search_substring_p50_ms`` for the
    inside of a rare word ("q003x" of "zq003xv": found through the vocabulary),
    ``search_substring_tail_p50_ms`` for the same right after 1,000 appends the
-   indexer has not read yet (the bounded scan); ``history_load_us`` is loading a
+   indexer has not read yet (the bounded scan), and
+   ``search_substring_burst_tail_p50_ms`` right after as many as one round
+   appends (what a substring search costs at the end of such a burst, before
+   the indexer's first quiet tick); ``history_load_us`` is loading a
    100-message session the process has loaded before (the steady state of a
    conversation: the cached history is checked against the database with one
    index probe), ``history_load_cold_us`` the first load of a session.
@@ -367,7 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         many_db = Path(tmp) / "many.db"
         shutil.copyfile(base, many_db)
         many_rate = floor(many_db, workload, bulk=False)
-        results = event_loop.run(_read_phase(store_db, planted, corpus, quick=args.quick), loop)
+        burst = SESSIONS * per_session
+        results = event_loop.run(_read_phase(store_db, planted, corpus, quick=args.quick, burst=burst), loop)
     ratios = [rate / raw_rate for raw_rate, rate, _ in rounds]
     latencies = [sample for _, _, samples in rounds for sample in samples]
     sizes = [_message_bytes(message) for messages in workload for message in messages]
@@ -390,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         **results,
         "raw_executemany_per_s": many_rate,
         "rounds": ROUNDS,
-        "messages_appended_per_round": SESSIONS * per_session,
+        "messages_appended_per_round": burst,
         "preloaded_messages": PRELOAD_SESSIONS * PRELOAD_PER_SESSION,
         "mean_message_bytes": statistics.mean(sizes),
         "cpu_steal_pct": steal_pct,
@@ -414,7 +418,7 @@ async def _append_round(
 
 
 async def _read_phase(
-    path: Path, planted: dict[str, list[str]], corpus: Corpus, *, quick: bool
+    path: Path, planted: dict[str, list[str]], corpus: Corpus, *, quick: bool, burst: int
 ) -> dict[str, Any]:
     repeat = 5 if quick else 20
     results: dict[str, Any] = {"event_loop": loop_name()}
@@ -429,6 +433,8 @@ async def _read_phase(
     store = await Store.open(path, word_index_interval=None)
     try:
         results["search_substring_tail_p50_ms"] = await tail_searches(store, corpus, repeat)
+        await store.index_words()
+        results["search_substring_burst_tail_p50_ms"] = await tail_searches(store, corpus, repeat, tail=burst)
     finally:
         await store.close()
     return results
@@ -450,7 +456,7 @@ async def tail_searches(store: Store, corpus: Corpus, repeat: int, tail: int = 1
     """Median ms of a substring search right after ``tail`` appends the indexer has not read."""
     session = await store.create_session(session_key="bench:tail", platform="telegram", chat_id="tail")
     messages = corpus.messages(tail, start=20_000_000)
-    planted = [f"zt{index:03d}yw" for index in range(5)]
+    planted = [f"zt{tail}w{index:03d}yw" for index in range(5)]  # the term is the inside: unique per tail
     for index, word in enumerate(planted):
         spot = index * (tail // len(planted))
         messages[spot] = NewMessage("user", f"{messages[spot].content} {word}")

@@ -38,12 +38,14 @@ _FEW_FRAMES: Final = 64
 
 @dataclass(slots=True)
 class WalProgress:
-    """Counters the writer's thread and the maintenance task share (plain ints: atomic to read)."""
+    """Counters the writer's thread shares with the maintenance task and the word indexer (atomic to read)."""
 
     commits: int = 0
     """Write transactions the writer has committed."""
     background_checkpoints: int = 0
     """Background checkpoint rounds completed."""
+    writing_seconds: float = 0.0
+    """Time the writer has spent on batches (transactions, merge slices, WAL-tail copies): how busy it is."""
 
 
 class Maintenance:

@@ -234,9 +234,11 @@ class Writer:
                 first, waited = self._jobs.get(), True
             jobs = self._drain([] if first is None else [first], stop=first is None)
             if jobs:
+                started = time.perf_counter()
                 self._commit(conn, jobs, split=waited)
                 self._merge_if_due(conn)
                 self._copy_wal_tail(conn)
+                self.progress.writing_seconds += time.perf_counter() - started
 
     def _drain(self, jobs: list[_Job[Any]], *, stop: bool = False) -> list[_Job[Any]]:
         self._stop_seen = self._stop_seen or stop

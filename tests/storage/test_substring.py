@@ -120,7 +120,7 @@ async def test_busy_writer_defers_indexing_until_the_backlog_grows(manual: Store
     """While appends keep coming the indexer works only past its backlog bound; once they stop it catches up."""
     writer = manual._writer  # the store's own indexer is off; this one has small bounds
     indexer = WordIndexer(manual._indexer._thread, writer, writer.progress, interval=0.01, slice_rows=20,
-                          busy_backlog=50)  # fmt: skip
+                          busy_backlog=50, busy_share=0.0)  # any time spent writing makes the writer busy
     session = await new_session(manual)
     indexer.start()
     try:
@@ -136,6 +136,29 @@ async def test_busy_writer_defers_indexing_until_the_backlog_grows(manual: Store
             await asyncio.sleep(0.01)
         assert progress(db_path) == (300, 300)
         assert {"busyword0x", "busyword59x"} <= vocabulary(db_path)
+    finally:
+        await indexer.close()
+
+
+async def test_a_writer_busy_a_small_share_of_the_time_does_not_hold_the_indexer_back(
+    manual: Store, db_path: Path
+) -> None:
+    """Appends that keep coming at a gateway's pace (a commit every tick, but little time writing) are
+    indexed as they come, far below the backlog a busy writer waits for."""
+    writer = manual._writer
+    indexer = WordIndexer(manual._indexer._thread, writer, writer.progress, interval=0.01, slice_rows=20,
+                          busy_backlog=10_000, busy_share=0.5)  # fmt: skip
+    session = await new_session(manual)
+    indexer.start()
+    try:
+        for n in range(1000):  # polls a condition; the time it takes is not what is tested
+            await manual.append_messages(session.id, [user(f"paceword{n}x filler")])
+            if progress(db_path)[0] >= 20:
+                break
+            await asyncio.sleep(0.02)
+        watermark, last = progress(db_path)
+        assert 20 <= watermark <= last < 1000  # indexed while the appends were still coming
+        assert "paceword0x" in vocabulary(db_path)
     finally:
         await indexer.close()
 
