@@ -6,8 +6,11 @@ the transaction (``insert_appends`` runs in the writer's thread) rows get
 explicit ids and sequence numbers, which is safe because ``BEGIN IMMEDIATE``
 holds the write lock: the writer remembers what it wrote last (``Sequences``)
 and probes the database only for sessions it has not appended to yet, or
-after another connection committed. Reads are coroutines on a reader
-connection.
+after another connection committed. Appends to sessions it knows may go in
+as one statement with no transaction around it (``append_alone``): ids and
+seqs are unique in the table, so a guess another connection overtook fails
+whole and the batch is written again the careful way. Reads are coroutines
+on a reader connection.
 """
 
 from __future__ import annotations
@@ -195,8 +198,8 @@ def append_alone(
 ) -> list[list[MessageRecord] | StorageError] | None:
     """Insert appends as one statement outside any transaction (SQLite commits it on its own), or None.
 
-    Saves the ``BEGIN``, the ``PRAGMA data_version`` and the ``COMMIT`` of a transaction, each a
-    trip from SQLite back to Python that must take the GIL from a busy event loop. Only for
+    Saves the ``BEGIN`` and the ``COMMIT`` of a transaction, each a trip from SQLite back to
+    Python that must take the GIL from a busy event loop. Only for
     sessions ``known`` holds, and messages without NUL characters (those need a statement of their
     own); None, with nothing written, otherwise. Safe without the probe a transaction starts with:
     if another connection has appended since ``known`` was filled, an id or ``(session_id, seq)``
