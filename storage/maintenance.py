@@ -11,10 +11,10 @@ one waits for it: 60-120 ms at the benchmark's write rate). Instead:
 * The WAL file only starts over from the beginning when a write transaction
   begins right after a checkpoint that copied *everything*. Under a steady
   stream of back-to-back transactions that moment never comes from another
-  connection, so after each background checkpoint the writer itself copies
-  the short tail left over, between two of its transactions
-  (``WalProgress``; see ``Writer``). Its next transaction then restarts the
-  WAL. (Full-text index merging needs the write lock; the writer does it in
+  connection, so once a background checkpoint finds the WAL past
+  ``storage.writer.WAL_RESTART_FRAMES`` the writer itself copies the tail
+  left over, between two of its transactions (``WalProgress``; see
+  ``Writer``). Its next transaction then restarts the WAL. (Full-text index merging needs the write lock; the writer does it in
   small slices too.)
 """
 
@@ -44,6 +44,8 @@ class WalProgress:
     """Write transactions the writer has committed."""
     background_checkpoints: int = 0
     """Background checkpoint rounds completed."""
+    wal_frames: int = 0
+    """Frames in the WAL as the last background checkpoint found it."""
     writing_seconds: float = 0.0
     """Time the writer has spent on batches (transactions, merge slices, WAL-tail copies): how busy it is."""
 
@@ -91,6 +93,7 @@ class Maintenance:
         previous = -1
         for attempt in range(_CATCH_UP_TRIES):
             busy, frames, done = await self.checkpoint()
+            self._progress.wal_frames = frames
             log.debug("storage.checkpoint", busy=busy, wal_frames=frames, copied=done, attempt=attempt)
             if busy or done < frames or frames <= previous + _FEW_FRAMES:
                 return  # blocked by a reader, or little was written meanwhile (or the WAL restarted)

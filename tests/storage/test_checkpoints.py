@@ -1,0 +1,62 @@
+"""Keeping the WAL short: background checkpoints, and when the writer restarts the WAL itself."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from storage import Store
+from storage.writer import WAL_RESTART_FRAMES
+from tests.storage.conftest import new_session, user
+
+
+async def test_the_writer_copies_the_wal_tail_only_once_a_background_round_found_the_wal_long(
+    db_path: Path,
+) -> None:
+    # The background task never runs here (an hour between rounds): the test reports its rounds.
+    store = await Store.open(db_path, checkpoint_interval=3600)
+    statements: list[str] = []
+    try:
+        session = await new_session(store)
+        await store._writer.run(lambda conn: conn.set_trace_callback(statements.append))
+        progress = store._writer.progress
+
+        async def copies() -> int:
+            await store._writer.run(lambda conn: None)  # the writer looks after a batch: wait for the next one
+            return sum("wal_checkpoint" in sql for sql in statements)
+
+        progress.wal_frames, progress.background_checkpoints = WAL_RESTART_FRAMES - 1, 1
+        await store.append_messages(session.id, [user("a round found a short WAL")])
+        assert await copies() == 0
+        progress.wal_frames, progress.background_checkpoints = WAL_RESTART_FRAMES, 2
+        await store.append_messages(session.id, [user("a round found a long WAL")])
+        assert await copies() == 1
+        await store.append_messages(session.id, [user("no new round since")])
+        assert await copies() == 1
+    finally:
+        await store._writer.run(lambda conn: conn.set_trace_callback(None))
+        await store.close()
+
+
+async def test_a_writer_that_pauses_starts_the_wal_over_without_copying_the_tail(db_path: Path) -> None:
+    """Two bursts with a pause between them: the background checkpoint catches up in the pause, and the
+    second burst writes the WAL from its start again instead of after the first (the file does not grow)."""
+    store = await Store.open(db_path, checkpoint_interval=0.01)
+    wal = Path(f"{db_path}-wal")
+    try:
+        session = await new_session(store)
+
+        async def burst(name: str) -> None:
+            await asyncio.gather(*(store.append_messages(session.id, [user(f"{name} {n} " * 50)]) for n in range(200)))
+
+        await burst("first")
+        first = wal.stat().st_size
+        rounds = store._writer.progress.background_checkpoints
+        for _ in range(1000):  # polls a condition; the time it takes is not what is tested
+            if store._writer.progress.background_checkpoints >= rounds + 2:
+                break
+            await asyncio.sleep(0.01)
+        await burst("second")
+        assert wal.stat().st_size <= first
+    finally:
+        await store.close()
