@@ -7,7 +7,7 @@ loop there): everything queued so far becomes one ``BEGIN IMMEDIATE ...
 COMMIT`` (group commit), or two (``SPLIT_MIN_APPENDS`` says when and why).
 A batch of nothing but plain appends to sessions the writer has appended to
 before is a single ``INSERT`` that SQLite commits on its own
-(``_append_alone``).
+(``storage/batch.py``).
 All appends of a batch become one bulk insert, and
 all bulk writes of one kind one call of that kind (``storage/bulk.py``);
 other operations (plain functions of a ``sqlite3.Connection``) run one after
@@ -53,15 +53,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
+from storage.batch import Outcome, append_batch_alone, apply_batch
 from storage.bulk import BulkWrite
 from storage.errors import StoreClosedError, WriteFailedError
 from storage.log import log
 from storage.maintenance import WalProgress
-from storage.messages import AppendRequest, Sequences, append_alone, insert_appends
+from storage.messages import AppendRequest, Sequences
 from storage.records import MessageRecord
 from storage.retry import RetryPolicy, is_busy
 from storage.schema import FTS_USERMERGE
-from storage.sessions import add_usage_all
 from storage.transaction import in_transaction
 from storage.worker import ConnectionThread
 
@@ -140,12 +140,6 @@ class _Job(Generic[T]):
     op: WriteOp[T] | AppendRequest | BulkWrite
     future: asyncio.Future[T]
     settled: Settled | None = None
-
-
-@dataclass(slots=True)
-class _Outcome:
-    value: Any = None
-    error: BaseException | None = None
 
 
 class Writer:
@@ -275,9 +269,9 @@ class Writer:
             part, later = _halves(jobs) if split else (jobs, [])
             try:
                 ops = [job.op for job in part]
-                outcomes = None if failures else _append_alone(conn, ops, self._clock(), self._known)
+                outcomes = None if failures else append_batch_alone(conn, ops, self._clock(), self._known)
                 if outcomes is None:
-                    outcomes = in_transaction(conn, lambda c: _apply(c, ops, self._clock(), self._known))
+                    outcomes = in_transaction(conn, lambda c: apply_batch(c, ops, self._clock(), self._known))
             except sqlite3.Error as error:
                 self._known.forget()
                 if not is_busy(error):
@@ -297,7 +291,7 @@ class Writer:
                 self._committed(part, outcomes)
             jobs, failures, split = later, 0, False
 
-    def _committed(self, jobs: list[_Job[Any]], outcomes: list[_Outcome]) -> None:
+    def _committed(self, jobs: list[_Job[Any]], outcomes: list[Outcome]) -> None:
         self.progress.commits += 1
         appended = sum(
             len(o.value if job.op.then is None else o.value[0])  # with ``then``: (records, its outcome)
@@ -395,7 +389,7 @@ def _halves(jobs: list[_Job[Any]]) -> tuple[list[_Job[Any]], list[_Job[Any]]]:
     return jobs[:cut], jobs[cut:]
 
 
-def _resolve(jobs: list[_Job[Any]], outcomes: list[_Outcome]) -> None:
+def _resolve(jobs: list[_Job[Any]], outcomes: list[Outcome]) -> None:
     for job, outcome in zip(jobs, outcomes, strict=True):
         if job.settled is not None:
             _call_settled(job, outcome.value, outcome.error)
@@ -429,88 +423,6 @@ def _raisable(error: BaseException) -> BaseException:
         wrapped.__cause__ = error
         return wrapped
     return error
-
-
-# -- transactions, in the writer connection's thread ----------------------------------------------
-
-
-def _apply(
-    conn: sqlite3.Connection, ops: list[WriteOp[Any] | AppendRequest | BulkWrite], now: float, known: Sequences
-) -> list[_Outcome]:
-    """Apply a batch in one transaction: the appends together, each kind of bulk write together, the rest one by one.
-
-    A group runs at the place of its first member: operations queued before that run before it.
-    Members queued later join it, ahead of operations queued between them; those come from callers
-    that were all waiting at once, so none depends on another's write (a caller that awaits its
-    write sees it committed first). All messages in one statement are one new full-text index
-    segment per transaction: measured at the gateway's mix of writes, runs of consecutive appends
-    were one message long, and merging their segments took about a fifth of the writer's time.
-    """
-    known.refresh(conn)
-    outcomes: list[_Outcome | None] = [None] * len(ops)
-    groups: dict[Any, list[int]] = {}
-    for index, op in enumerate(ops):
-        if isinstance(op, AppendRequest):
-            groups.setdefault(AppendRequest, []).append(index)
-        elif isinstance(op, BulkWrite):
-            groups.setdefault(op.kind, []).append(index)
-    leaders = {members[0]: key for key, members in groups.items()}
-    for index, op in enumerate(ops):
-        key = leaders.get(index)
-        if key is not None:
-            members = groups[key]
-            if key is AppendRequest:
-                results: list[Any] = _apply_appends(conn, [ops[i] for i in members], now, known)  # type: ignore[misc]
-            else:
-                results = key(conn, [ops[i].item for i in members], now)  # type: ignore[union-attr]
-            for member, result in zip(members, results, strict=True):
-                outcomes[member] = _Outcome(error=result) if isinstance(result, BaseException) else _Outcome(result)
-        elif outcomes[index] is None:
-            outcomes[index] = _Outcome(op(conn))  # type: ignore[operator]
-            known.last_id = None  # it may have added messages (a lineage split does): read the last id again
-    return outcomes  # type: ignore[return-value]
-
-
-def _append_alone(
-    conn: sqlite3.Connection, ops: list[WriteOp[Any] | AppendRequest | BulkWrite], now: float, known: Sequences
-) -> list[_Outcome] | None:
-    """A batch of nothing but plain appends (no usage, no riding write) as one statement, without a
-    transaction of its own (``storage.messages.append_alone``); None if it must take a transaction.
-
-    Measured in paired rounds of ``bench.storage --quick``'s appends (100 sessions, 10,000
-    messages), alternating in one process with every batch in ``BEGIN IMMEDIATE ... COMMIT``:
-    ahead in 15 of 20 pairs; over the last 12, median ratio to the raw floor 0.712 against 0.670.
-    """
-    for op in ops:
-        if not isinstance(op, AppendRequest) or op.usage is not None or op.then is not None:
-            return None
-    try:
-        results = append_alone(conn, ops, now, known)  # type: ignore[arg-type]
-    except sqlite3.IntegrityError:  # another connection appended meanwhile: nothing was written
-        known.forget()
-        return None
-    return None if results is None else [_Outcome(result) for result in results]
-
-
-def _apply_appends(
-    conn: sqlite3.Connection, requests: list[AppendRequest], now: float, known: Sequences
-) -> list[Any]:
-    """Every append of a batch, then what rides on the ones that went in: usage, and ``then`` writes."""
-    results: list[Any] = insert_appends(conn, requests, now, known)
-    stored = [i for i, result in enumerate(results) if not isinstance(result, BaseException)]
-    usage = [(requests[i].session_id, requests[i].usage) for i in stored if requests[i].usage is not None]
-    if usage:
-        add_usage_all(conn, usage, now, sessions_exist=True)  # their messages were just inserted
-    followers: dict[Any, list[int]] = {}
-    for i in stored:
-        then = requests[i].then
-        if then is not None:
-            followers.setdefault(then.kind, []).append(i)
-    for kind, positions in followers.items():
-        items = [requests[i].then.item for i in positions]  # type: ignore[union-attr]
-        for i, outcome in zip(positions, kind(conn, items, now), strict=True):
-            results[i] = (results[i], outcome)
-    return results
 
 
 def _merge_slice(conn: sqlite3.Connection, *, pages: int) -> None:
