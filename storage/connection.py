@@ -4,7 +4,9 @@ Three roles share one WAL database:
 
 * ``WRITER``: the single connection all writes go through (``storage/writer.py``),
   a plain sqlite3 connection in its own thread (``storage/worker.py``).
-  Automatic checkpoints are off on it so no commit ever pays for one.
+  Automatic checkpoints are off on it so no commit ever pays for one, and
+  so is ``journal_size_limit``: the commit after a WAL restart would pay for
+  cutting the file back (``storage/maintenance.py`` does that instead).
 * ``READER``: read-only connections for queries; WAL lets them run while a
   write is in progress.
 * ``MAINTENANCE``: runs passive checkpoints beside the writer.
@@ -29,7 +31,6 @@ SYNCHRONOUS_MODES: Final = frozenset({"normal", "full"})
 BUSY_TIMEOUT_MS: Final = 50
 """SQLite's own wait on a lock, per attempt; longer waits are the writer's backoff."""
 _READER_CACHE_KIB: Final = 32 * 1024
-_WAL_SIZE_LIMIT: Final = 64 * 1024 * 1024
 _READ_MMAP_BYTES: Final = 256 * 1024 * 1024
 """Readers and maintenance read the database file through a memory map: a page not in the
 connection's own cache is then a memory access instead of a ``pread`` and a copy (loading a
@@ -66,13 +67,12 @@ def _pragmas(role: Role, synchronous: str) -> list[str]:
             "PRAGMA journal_mode = WAL",
             *common,
             "PRAGMA wal_autocheckpoint = 0",
-            f"PRAGMA journal_size_limit = {_WAL_SIZE_LIMIT}",
             "PRAGMA cache_size = -16384",
         ]
     mmap = f"PRAGMA mmap_size = {_READ_MMAP_BYTES}"
     if role is Role.READER:
         return [*common, f"PRAGMA cache_size = -{_READER_CACHE_KIB}", "PRAGMA query_only = ON", mmap]
-    return [*common, "PRAGMA wal_autocheckpoint = 0", f"PRAGMA journal_size_limit = {_WAL_SIZE_LIMIT}", mmap]
+    return [*common, "PRAGMA wal_autocheckpoint = 0", mmap]
 
 
 def _check_synchronous(synchronous: str) -> None:

@@ -148,7 +148,7 @@ class Store:
             raise
         progress = WalProgress()
         writer = Writer(writer_thread, retry=retry, clock=clock, merge=merge, progress=progress)
-        maintenance = Maintenance(maintenance_conn, progress, interval=checkpoint_interval)
+        maintenance = Maintenance(maintenance_conn, progress, interval=checkpoint_interval, wal=Path(f"{path}-wal"))
         indexer = WordIndexer(indexer_thread, writer, progress, interval=word_index_interval)
         writer.start()
         maintenance.start()

@@ -100,8 +100,8 @@ Copying the tail makes every append queued meanwhile wait for it, and it ends wi
 3 - 5 ms CPU. After every background round, as before, that was three or four stalls in each
 30,000-append round of ``bench.storage`` at full size. A writer that pauses at all needs no copy:
 the background checkpoint catches up on its own, and the next transaction restarts the WAL. So
-only a long burst lets the WAL grow, up to about this size, before the writer pays once;
-``journal_size_limit`` truncates the file again at the restart.
+only a long burst lets the WAL grow, up to about this size, before the writer pays once; the
+background task truncates the file once the writer is quiet again (``storage/maintenance.py``).
 
 Paired full-size rounds in one process, in a noisy hour: append p99 14.8 - 21.4 ms (median 17.3)
 against 15.7 - 25.8 ms (median 18.2) copying after every round, lower in 5 of 8 pairs; with no

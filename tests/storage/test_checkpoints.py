@@ -60,3 +60,22 @@ async def test_a_writer_that_pauses_starts_the_wal_over_without_copying_the_tail
         assert wal.stat().st_size <= first
     finally:
         await store.close()
+
+
+async def test_a_wal_file_grown_past_its_keep_size_is_truncated_once_the_writer_is_quiet(db_path: Path) -> None:
+    store = await Store.open(db_path, checkpoint_interval=0.01)
+    store._maintenance._keep_bytes = 64 * 1024  # the gateway keeps 64 MiB; a test burst is smaller
+    wal = Path(f"{db_path}-wal")
+    try:
+        session = await new_session(store)
+        await asyncio.gather(*(store.append_messages(session.id, [user(f"burst {n} " * 50)]) for n in range(200)))
+        assert wal.stat().st_size > 64 * 1024
+        for _ in range(1000):  # polls a condition; the time it takes is not what is tested
+            if wal.stat().st_size == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert wal.stat().st_size == 0
+        await store.append_messages(session.id, [user("after the truncation")])
+        assert len(await store.load_messages(session.id)) == 201
+    finally:
+        await store.close()
