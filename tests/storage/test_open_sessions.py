@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from storage import NewMessage, SessionRecord, Store
 from storage.open_sessions import OpenSessions
 from tests.storage.conftest import new_session, user
@@ -72,9 +74,16 @@ async def test_title_and_split_are_followed(store: Store) -> None:
     assert found.message_count == 1 and found.title == "Plans #2"
 
 
-async def test_another_process_ending_the_session_is_seen_at_the_next_write(store: Store, db_path: Path) -> None:
+@pytest.mark.parametrize("known", [False, True], ids=["first-append", "plain-append"])
+async def test_another_process_ending_the_session_is_seen_at_the_next_write(
+    store: Store, db_path: Path, known: bool
+) -> None:
+    # known: the writer appended to `other` before, so the next append is one statement with no
+    # transaction (no probe at its start); it must notice the other store's commit all the same.
     session = await new_session(store, "telegram:1")
     other = await new_session(store, "telegram:2")
+    if known:
+        await store.append_messages(other.id, [user("first")])
     await store.find_open_session("telegram:1")
     outside = await Store.open(db_path)
     try:
@@ -82,22 +91,6 @@ async def test_another_process_ending_the_session_is_seen_at_the_next_write(stor
     finally:
         await outside.close()
     await store.append_messages(other.id, [user("any write of this store notices the other one's commit")])
-    assert await same_as_database(store, "telegram:1") is None
-
-
-async def test_another_process_ending_the_session_is_seen_after_a_plain_append(store: Store, db_path: Path) -> None:
-    # The writer appended to `other` before, so the next append is one statement with no transaction
-    # (no probe at its start); it must still notice the other store's commit.
-    session = await new_session(store, "telegram:1")
-    other = await new_session(store, "telegram:2")
-    await store.append_messages(other.id, [user("first")])
-    await store.find_open_session("telegram:1")
-    outside = await Store.open(db_path)
-    try:
-        await outside.end_session(session.id, "user")
-    finally:
-        await outside.close()
-    await store.append_messages(other.id, [user("a plain append to a session this writer knows")])
     assert await same_as_database(store, "telegram:1") is None
 
 
