@@ -7,7 +7,7 @@ import asyncio
 from adapters.base import RateLimited
 from tests.fakes.model_server import ModelServer, Text, Timeout, ToolCalls, ToolUse
 from tests.gateway.conftest import GatewayFactory
-from tests.gateway.test_pipeline import eventually
+from tests.waiting import eventually
 
 
 async def test_no_more_agents_work_at_once_than_the_limit(start_gateway: GatewayFactory, model_server: ModelServer) -> None:

@@ -10,6 +10,7 @@ from storage import NewMessage, SessionRecord, Store
 from gateway.turns import HYGIENE_FAILED_NOTICE
 from tests.fakes.model_server import InvalidRequest, ModelServer, RequestRecord, Text, Timeout
 from tests.gateway.conftest import GatewayFactory
+from tests.waiting import eventually
 
 SMALL_WINDOW = {
     "model": {"context_length": 4000},
@@ -40,12 +41,6 @@ async def stored_session(store: Store, messages: list[NewMessage]) -> SessionRec
                                          system_prompt="You are a test.", model="claude-sonnet-4-6")  # fmt: skip
     await store.append_messages(session.id, messages)
     return session
-
-
-async def eventually(predicate, *, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.02)
 
 
 async def test_hygiene_compacts_an_oversized_stored_session_from_the_estimate(

@@ -20,13 +20,7 @@ from storage import NewMessage, Store, ToolCallRecord
 from tests.fakes.adapter import TelegramHtmlLoopbackAdapter
 from tests.fakes.model_server import ModelServer, Text, Timeout, ToolCalls, ToolUse
 from tests.gateway.conftest import GatewayFactory, settled, spoken
-
-
-async def eventually(predicate, *, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    """Wait until ``predicate()`` holds (the timeout only stops a hang)."""
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.02)
+from tests.waiting import eventually
 
 
 async def test_a_dm_gets_a_reply_and_everything_is_stored(start_gateway: GatewayFactory, model_server: ModelServer) -> None:

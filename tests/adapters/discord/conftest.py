@@ -23,6 +23,7 @@ from storage import Store
 from tests.fakes.adapter import LoopbackAdapter
 from tests.fakes.discord_api import DiscordEmulator
 from tests.fakes.model_server import ModelServer
+from tests.waiting import eventually
 
 ALICE = "300000000000000001"
 BOB = "300000000000000002"
@@ -38,13 +39,6 @@ class DiscordRun:
 
 
 StartGateway = Callable[..., Awaitable[DiscordRun]]
-
-
-async def eventually(predicate: Callable[[], bool], *, timeout: float = 30.0) -> None:
-    """Wait until ``predicate()`` holds (the timeout only stops a hang)."""
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.02)
 
 
 @pytest_asyncio.fixture
