@@ -22,10 +22,6 @@ A gateway's turn is a handful of write transactions of well under a
 millisecond each, so even a hundred busy chats keep the writer far below
 half busy and the indexer keeps up tick by tick; only a burst like the
 benchmark's (about 20,000 appends a second) builds a tail, which the first
-quiet tick indexes. A
-gateway's writer, even with a hundred chats at once, writes for a few
-milliseconds a second, so the indexer keeps up tick by tick; only a burst
-like the benchmark's (20,000 appends a second) builds a tail, which the first
 quiet tick indexes. The indexer's thread also runs at a lower scheduling
 priority (``nice`` +10), so the event loop and the writer get the CPU first.
 

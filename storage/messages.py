@@ -132,7 +132,7 @@ class Sequences:
     """The last message id, and each session's last ``seq``, as the writer connection left them.
 
     Lets a batch skip the probe for sessions it appended to before. Only the
-    writer's thread touches it, inside write transactions. ``PRAGMA
+    writer's thread touches it, around its writes. ``PRAGMA
     data_version`` changes exactly when another connection committed, so the
     values are dropped then; the writer also drops them when a transaction
     rolls back, or after any other kind of write that might touch messages.
@@ -148,19 +148,11 @@ class Sequences:
         """How many times another connection was found to have committed (read from other threads)."""
 
     def refresh(self, conn: sqlite3.Connection) -> None:
-        """Call first thing in a write transaction."""
+        """Call first thing in a write transaction, or just after a write made outside one."""
         version = conn.execute("PRAGMA data_version").fetchone()[0]
         if version != self._data_version and self._data_version is not None:
             self.external_commits += 1
         if version != self._data_version or len(self.last_seq) > self._MAX_SESSIONS:
-            self._data_version = version
-            self.forget()
-
-    def notice_commits(self, conn: sqlite3.Connection) -> None:
-        """After a write outside a transaction: if another connection has committed, count it and forget."""
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
-        if version != self._data_version:
-            self.external_commits += 1
             self._data_version = version
             self.forget()
 
@@ -205,7 +197,7 @@ def append_alone(
     if another connection has appended since ``known`` was filled, an id or ``(session_id, seq)``
     of this statement is taken, it fails with ``sqlite3.IntegrityError`` and writes nothing (the
     caller forgets ``known`` and runs the batch in a transaction, probing afresh); a commit that
-    did not collide is noticed just after (``Sequences.notice_commits``).
+    did not collide is noticed just after (``Sequences.refresh``).
     """
     if known.last_id is None or any(request.session_id not in known.last_seq for request in requests):
         return None
@@ -214,7 +206,7 @@ def append_alone(
         return None
     conn.execute(_BULK_INSERT, (now, placed.payload))
     placed.keep(known)
-    known.notice_commits(conn)
+    known.refresh(conn)  # another connection's commit that did not collide
     return placed.results
 
 

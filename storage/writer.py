@@ -7,8 +7,7 @@ loop there): everything queued so far becomes one ``BEGIN IMMEDIATE ...
 COMMIT`` (group commit), or two (``SPLIT_MIN_APPENDS`` says when and why).
 A batch of nothing but plain appends to sessions the writer has appended to
 before is a single ``INSERT`` that SQLite commits on its own
-(``storage/batch.py``).
-All appends of a batch become one bulk insert, and
+(``storage/batch.py``). All appends of a batch become one bulk insert, and
 all bulk writes of one kind one call of that kind (``storage/bulk.py``);
 other operations (plain functions of a ``sqlite3.Connection``) run one after
 another. An append may carry a bulk write of its own (``AppendRequest.then``,
