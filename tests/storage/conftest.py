@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -40,3 +41,15 @@ def transaction_sizes(db_path: Path) -> list[int]:
     """How many messages each transaction stored, in order (a transaction stamps its messages with one time)."""
     with sqlite3.connect(db_path) as conn:
         return [n for (n,) in conn.execute("SELECT COUNT(*) FROM messages GROUP BY created_at ORDER BY MIN(id)")]
+
+
+@contextlib.asynccontextmanager
+async def traced(store: Store) -> AsyncIterator[list[str]]:
+    """Every statement the store's writer connection runs meanwhile, in order (SQLite's trace callback)."""
+    statements: list[str] = []
+    await store._writer.run(lambda conn: conn.set_trace_callback(statements.append))  # in the writer's thread
+    statements.clear()  # the COMMIT of the write that set the callback
+    try:
+        yield statements
+    finally:
+        await store._writer.run(lambda conn: conn.set_trace_callback(None))

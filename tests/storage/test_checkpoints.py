@@ -7,7 +7,7 @@ from pathlib import Path
 
 from storage import Store
 from storage.writer import WAL_RESTART_FRAMES
-from tests.storage.conftest import new_session, user
+from tests.storage.conftest import new_session, traced, user
 
 
 async def test_the_writer_copies_the_wal_tail_only_once_a_background_round_found_the_wal_long(
@@ -15,26 +15,24 @@ async def test_the_writer_copies_the_wal_tail_only_once_a_background_round_found
 ) -> None:
     # The background task never runs here (an hour between rounds): the test reports its rounds.
     store = await Store.open(db_path, checkpoint_interval=3600)
-    statements: list[str] = []
+    progress = store._writer.progress
     try:
         session = await new_session(store)
-        await store._writer.run(lambda conn: conn.set_trace_callback(statements.append))
-        progress = store._writer.progress
+        async with traced(store) as statements:
 
-        async def copies() -> int:
-            await store._writer.run(lambda conn: None)  # the writer looks after a batch: wait for the next one
-            return sum("wal_checkpoint" in sql for sql in statements)
+            async def copies() -> int:
+                await store._writer.run(lambda conn: None)  # the writer looks after a batch: wait for the next
+                return sum("wal_checkpoint" in sql for sql in statements)
 
-        progress.wal_frames, progress.background_checkpoints = WAL_RESTART_FRAMES - 1, 1
-        await store.append_messages(session.id, [user("a round found a short WAL")])
-        assert await copies() == 0
-        progress.wal_frames, progress.background_checkpoints = WAL_RESTART_FRAMES, 2
-        await store.append_messages(session.id, [user("a round found a long WAL")])
-        assert await copies() == 1
-        await store.append_messages(session.id, [user("no new round since")])
-        assert await copies() == 1
+            progress.wal_frames, progress.background_checkpoints = WAL_RESTART_FRAMES - 1, 1
+            await store.append_messages(session.id, [user("a round found a short WAL")])
+            assert await copies() == 0
+            progress.wal_frames, progress.background_checkpoints = WAL_RESTART_FRAMES, 2
+            await store.append_messages(session.id, [user("a round found a long WAL")])
+            assert await copies() == 1
+            await store.append_messages(session.id, [user("no new round since")])
+            assert await copies() == 1
     finally:
-        await store._writer.run(lambda conn: conn.set_trace_callback(None))
         await store.close()
 
 

@@ -14,7 +14,7 @@ from storage import MergePolicy, MessageRecord, NewMessage, SessionNotFoundError
 from storage import writer
 from storage.records import _MESSAGE_FIELDS, message_record
 from storage.schema import FTS_USERMERGE
-from tests.storage.conftest import new_session, user
+from tests.storage.conftest import new_session, traced, user
 
 
 def turn(n: int) -> list[NewMessage]:
@@ -191,10 +191,7 @@ def verbs(statements: list[str]) -> list[str]:
 
 async def test_plain_appends_to_a_known_session_commit_without_a_transaction_of_their_own(store: Store) -> None:
     session = await new_session(store)
-    statements: list[str] = []
-    await store._writer.run(lambda conn: conn.set_trace_callback(statements.append))  # in the writer's thread
-    try:
-        statements.clear()  # the COMMIT of the write that set the callback
+    async with traced(store) as statements:
         await store.append_messages(session.id, [user("the writer learns this session's last seq")])
         assert verbs(statements)[0] == "BEGIN"
         statements.clear()
@@ -206,8 +203,6 @@ async def test_plain_appends_to_a_known_session_commit_without_a_transaction_of_
         statements.clear()
         await store.append_messages(session.id, [user("with usage")], usage=Usage(input_tokens=3, output_tokens=1))
         with_usage = list(statements)
-    finally:
-        await store._writer.run(lambda conn: conn.set_trace_callback(None))
     assert verbs(plain)[0] == "INSERT" and not {"BEGIN", "COMMIT"} & set(verbs(plain))
     assert verbs(with_nul)[0] == "BEGIN" and verbs(with_usage)[0] == "BEGIN"
     assert [m.content for m in await store.load_messages(session.id)][1:] == [
