@@ -124,8 +124,8 @@ class SlackAdapter(Adapter):
         self._sink.open(intake)
         app = build_app(self._client, settings.signing_secret or "", self.bot, self._sink)
         if settings.mode == "http":
-            self._http = HttpReceiver(app, host=settings.listen_host, port=settings.listen_port,
-                                      path=settings.listen_path)  # fmt: skip
+            self._http = HttpReceiver(app, signing_secret=settings.signing_secret or "", host=settings.listen_host,
+                                      port=settings.listen_port, path=settings.listen_path)  # fmt: skip
             await self._http.start()
             self._set_state(AdapterState.RUNNING, f"HTTP events on {self._http.url} as @{self.bot.name}")
             return

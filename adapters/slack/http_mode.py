@@ -1,7 +1,9 @@
 """HTTP mode: Slack's Events API posts signed requests to an aiohttp endpoint we serve.
 
-Bolt checks every request's signature and rejects one older than five minutes
-(401); ``url_verification`` challenges are answered by Bolt too.
+Every request's signature is checked, and one older than five minutes is
+rejected (401), before its body is read; a signed body that is not a Slack
+payload gets 400 (see :mod:`adapters.slack.http_body`). Bolt checks the
+signature again and answers ``url_verification`` challenges.
 """
 
 from __future__ import annotations
@@ -12,13 +14,15 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 
 from adapters.base import AdapterError
+from adapters.slack import http_body
 
 log = structlog.get_logger(__name__)
 
 
 class HttpReceiver:
-    def __init__(self, app: AsyncApp, *, host: str, port: int, path: str) -> None:
+    def __init__(self, app: AsyncApp, *, signing_secret: str, host: str, port: int, path: str) -> None:
         self._app = app
+        self._signing_secret = signing_secret
         self._host = host
         self._port = port
         self._path = path
@@ -50,9 +54,19 @@ class HttpReceiver:
             await runner.cleanup()
 
     async def _handle(self, request: web.Request) -> web.Response:
-        bolt_request = await to_bolt_request(request)
-        bolt_response = await self._app.async_dispatch(bolt_request)
-        if bolt_response.status == 401:
+        body = await request.read()
+        if not http_body.signed(self._signing_secret, body, request.headers):
             log.warning("slack.http.rejected", reason="bad signature or stale timestamp",
                         hint="check platforms.slack.signing_secret and the host clock", remote=request.remote)  # fmt: skip
-        return await to_aiohttp_response(bolt_response)
+            return web.Response(status=401, text="invalid request signature")
+        problem = http_body.problem(body, request.content_type)
+        if problem is not None:
+            log.warning("slack.http.rejected", reason=f"malformed body: {problem}", remote=request.remote)
+            return web.Response(status=400, text=f"malformed request: {problem}")
+        try:
+            bolt_request = await to_bolt_request(request)
+        except Exception as error:  # noqa: BLE001 - Bolt reads ids out of the body before any listener runs
+            log.warning("slack.http.rejected", reason=f"malformed body: Bolt cannot read it ({type(error).__name__})",
+                        remote=request.remote)  # fmt: skip
+            return web.Response(status=400, text="malformed request: a field has an unexpected type")
+        return await to_aiohttp_response(await self._app.async_dispatch(bolt_request))

@@ -13,9 +13,10 @@ from .server import (
     FakeSlack,
     Post,
 )
-from .signing import Answer, post_signed, signature
+from .signing import Answer, post_signed, post_signed_body, signature
 
 __all__ = [
     "APP_TOKEN", "BOT_ID", "BOT_NAME", "BOT_TOKEN", "BOT_USER_ID", "TEAM_ID", "Answer", "ApiCall", "Failure",
-    "FakeSlack", "Post", "envelope", "mention", "message", "message_key", "next_ts", "post_signed", "signature",
+    "FakeSlack", "Post", "envelope", "mention", "message", "message_key", "next_ts", "post_signed",
+    "post_signed_body", "signature",
 ]  # fmt: skip

@@ -38,10 +38,25 @@ async def post_signed(
     bad_signature: bool = False,
 ) -> Answer:
     """POST ``payload`` as JSON with Slack's signature headers; returns status and body."""
-    body = json.dumps(payload).encode()
+    return await post_signed_body(url, json.dumps(payload).encode(), secret, timestamp=timestamp, retry_num=retry_num,
+                                  retry_reason=retry_reason, bad_signature=bad_signature)  # fmt: skip
+
+
+async def post_signed_body(
+    url: str,
+    body: bytes,
+    secret: str,
+    *,
+    content_type: str = "application/json",
+    timestamp: int | None = None,
+    retry_num: int | None = None,
+    retry_reason: str = "http_timeout",
+    bad_signature: bool = False,
+) -> Answer:
+    """POST ``body`` exactly as given (any bytes, any content type) with Slack's signature headers."""
     ts = str(int(time.time()) if timestamp is None else timestamp)
     headers = {
-        "Content-Type": "application/json",
+        "Content-Type": content_type,
         "X-Slack-Request-Timestamp": ts,
         "X-Slack-Signature": signature("not-the-secret" if bad_signature else secret, ts, body),
     }
