@@ -243,7 +243,10 @@ class SlackConfig(Section):
     allowed_channels: IdList = []
     """Channels the bot answers in (empty: any)."""
     allow_all: bool = False
-    """Answer everyone in the workspace."""
+    """Answer everyone in the workspace the app is installed in (and in allowed_teams), never other workspaces."""
+    allowed_teams: IdList = []
+    """Other workspaces (T…) or organisations (E…) whose people count as the workspace's own, for Slack Connect
+    channels shared with them; empty: only the installed workspace. Events from any other team are refused."""
     require_mention: bool = True
     """In channels, answer only @mentions and threads the bot takes part in; false: every message of the
     channels the app is in (each top-level message opens a thread of its own)."""

@@ -1,6 +1,7 @@
 """SlackAdapter: one Slack app (bot user) in one workspace, in Socket Mode or HTTP mode.
 
-Inbound: see :mod:`adapters.slack.convert` for which events become messages,
+Inbound: see :mod:`adapters.slack.workspaces` for whose events are taken in at all,
+:mod:`adapters.slack.convert` for which events become messages,
 :mod:`adapters.slack.threads` for the threads where replies need no mention
 and :mod:`adapters.slack.app` for when Slack gets its ack. Outbound:
 chat.postMessage in mrkdwn, in the thread the message came from, with the
@@ -29,6 +30,7 @@ from adapters.slack.resend import PostedLookup
 from adapters.slack.socket_mode import SocketReceiver
 from adapters.slack.threads import ThreadMemory
 from adapters.slack.users import UserNames
+from adapters.slack.workspaces import Workspaces
 from gateway.events import Markup, OutboundMessage
 
 log = structlog.get_logger(__name__)
@@ -51,6 +53,10 @@ class SlackSettings:
     listen_path: str = "/slack/events"
     require_mention: bool = True
     """False: every channel message the app receives starts or continues a turn, not only mentions."""
+    allowed_teams: tuple[str, ...] = ()
+    """Workspaces (or organisations) besides the installed one whose events are taken in (Slack Connect)."""
+    allowed_users: tuple[str, ...] = ()
+    """The gateway's allowlist, read here only to let a named external user through (see :mod:`.workspaces`)."""
 
 
 class SlackAdapter(Adapter):
@@ -81,7 +87,8 @@ class SlackAdapter(Adapter):
                 bot_token=section.bot_token or "", mode=section.mode, app_token=section.app_token,
                 signing_secret=section.signing_secret, api_base_url=section.api_base_url,
                 listen_host=listen.host, listen_port=listen.port, listen_path=listen.path,
-                require_mention=section.require_mention,
+                require_mention=section.require_mention, allowed_teams=tuple(section.allowed_teams),
+                allowed_users=tuple(section.allowed_users),
             )  # fmt: skip
         )
 
@@ -118,9 +125,11 @@ class SlackAdapter(Adapter):
         self._threads = ThreadMemory(self._client, self.bot)
         self._names = UserNames(self._client)
         self._lookup = PostedLookup(self._client, self.bot)
+        workspaces = Workspaces(self.bot, allowed_teams=settings.allowed_teams, allowed_users=settings.allowed_users)
         self._sink = EventSink(
-            self.bot, self._threads, self._names, self._note_inbound, every_message=not self._settings.require_mention
-        )
+            self.bot, self._threads, self._names, self._note_inbound, every_message=not self._settings.require_mention,
+            workspaces=workspaces,
+        )  # fmt: skip
         self._sink.open(intake)
         app = build_app(self._client, settings.signing_secret or "", self.bot, self._sink)
         if settings.mode == "http":

@@ -43,6 +43,7 @@ from adapters.slack.convert import Skip, ThreadReply, to_inbound
 from adapters.slack.identity import BotIdentity
 from adapters.slack.threads import ThreadMemory
 from adapters.slack.users import UserNames
+from adapters.slack.workspaces import Workspaces
 from gateway.events import ChatType, InboundMessage
 
 log = structlog.get_logger(__name__)
@@ -62,8 +63,10 @@ class EventSink:
         on_accepted: Callable[[], None],
         *,
         every_message: bool = False,
+        workspaces: Workspaces | None = None,
     ) -> None:
         self._bot = bot
+        self._workspaces = workspaces or Workspaces(bot)
         self._every_message = every_message
         self._threads = threads
         self._names = names
@@ -89,6 +92,11 @@ class EventSink:
         if isinstance(result, Skip):
             log.debug("slack.event.ignored", reason=result.reason, **fields)
             return None
+        if (refusal := self._workspaces.refusal(body)) is not None:
+            (log.warning if refusal.other_installation else log.info)(
+                "slack.event.rejected", reason=refusal.reason, **refusal.teams, **fields
+            )
+            return None  # acknowledged: Slack must not deliver it again
         intake = self._intake
         if intake is None:
             log.info("slack.event.refused", reason="intake is stopped; Slack delivers it again", **fields)

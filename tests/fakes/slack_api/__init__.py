@@ -1,6 +1,6 @@
 """A local fake of Slack's Web API and Socket Mode, plus helpers to build and sign Events API requests."""
 
-from .events import envelope, mention, message, message_key, next_ts
+from .events import envelope, from_other_workspace, in_shared_channel, mention, message, message_key, next_ts
 from .server import (
     APP_TOKEN,
     BOT_ID,
@@ -17,6 +17,6 @@ from .signing import Answer, post_signed, post_signed_body, signature
 
 __all__ = [
     "APP_TOKEN", "BOT_ID", "BOT_NAME", "BOT_TOKEN", "BOT_USER_ID", "TEAM_ID", "Answer", "ApiCall", "Failure",
-    "FakeSlack", "Post", "envelope", "mention", "message", "message_key", "next_ts", "post_signed",
-    "post_signed_body", "signature",
+    "FakeSlack", "Post", "envelope", "from_other_workspace", "in_shared_channel", "mention", "message", "message_key",
+    "next_ts", "post_signed", "post_signed_body", "signature",
 ]  # fmt: skip

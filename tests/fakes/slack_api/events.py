@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import time
 from typing import Any
@@ -57,3 +58,34 @@ def message(channel: str, user: str | None, text: str, *, channel_type: str = "i
         event["thread_ts"] = thread_ts
     event.update(extra)
     return envelope(event)
+
+
+def from_other_workspace(payload: dict[str, Any], team: str) -> dict[str, Any]:
+    """``payload`` as Slack delivers it for the app's installation in another workspace, ``team``.
+
+    An app distributed to several workspaces gets every installation's events on the same
+    Request URL (or app-level socket): the envelope's ``team_id`` and its ``authorizations``
+    name that other installation.
+    """
+    body = copy.deepcopy(payload)
+    body["team_id"] = team
+    body["authorizations"] = [{"enterprise_id": None, "team_id": team, "user_id": "U0THEIRBOT", "is_bot": True}]
+    body["event"]["team"] = team
+    return body
+
+
+def in_shared_channel(payload: dict[str, Any], *, sender_team: str, host_team: str) -> dict[str, Any]:
+    """``payload`` in a Slack Connect channel that ``host_team`` started, sent by a member of ``sender_team``.
+
+    As Slack sends it: ``is_ext_shared_channel`` is set, the envelope's ``team_id`` is the
+    workspace that started the channel, ``authorizations`` still names this installation, and
+    the sender's workspace is in the event's ``user_team``, ``source_team``, ``team`` and
+    ``user_profile.team``.
+    """
+    body = copy.deepcopy(payload)
+    body["is_ext_shared_channel"] = True
+    body["team_id"] = host_team
+    event = body["event"]
+    event.update(team=sender_team, user_team=sender_team, source_team=sender_team)
+    event["user_profile"] = {"name": str(event.get("user") or "").lower(), "team": sender_team}
+    return body
