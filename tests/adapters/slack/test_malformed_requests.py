@@ -64,6 +64,12 @@ async def test_an_unsigned_malformed_body_gets_401(start_slack: SlackFactory, bo
     assert answer.status == 401
 
 
+async def test_a_timestamp_header_that_is_not_a_number_gets_401(start_slack: SlackFactory) -> None:
+    slack = await start_slack("http")
+    answer = await post_signed_body(slack.url, b'{"type": "event_callback"}', SIGNING_SECRET, timestamp="soon")
+    assert answer.status == 401
+
+
 async def test_slacks_ssl_check_is_still_answered(start_slack: SlackFactory) -> None:
     slack = await start_slack("http")
     answer = await post_signed_body(slack.url, b"ssl_check=1&token=legacy", SIGNING_SECRET, content_type=FORM)

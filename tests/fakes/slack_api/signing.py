@@ -48,12 +48,14 @@ async def post_signed_body(
     secret: str,
     *,
     content_type: str = "application/json",
-    timestamp: int | None = None,
+    timestamp: int | str | None = None,
     retry_num: int | None = None,
     retry_reason: str = "http_timeout",
     bad_signature: bool = False,
 ) -> Answer:
-    """POST ``body`` exactly as given (any bytes, any content type) with Slack's signature headers."""
+    """POST ``body`` exactly as given (any bytes, any content type) with Slack's signature headers.
+
+    ``timestamp`` may be any string, to send a header that is not a number."""
     ts = str(int(time.time()) if timestamp is None else timestamp)
     headers = {
         "Content-Type": content_type,
