@@ -113,7 +113,7 @@ def load_config(
     path = config_path if config_path is not None else home / "config.yaml"
     if config_path is not None and not path.is_file():
         raise ConfigError([f"config file not found: {path}"], source=path)
-    document = read_yaml(path) if path.is_file() else {}
+    document = _read_yaml(path) if path.is_file() else {}
     expanded = substitute(document, env)
     try:
         settings = Settings.model_validate(expanded.data)
@@ -142,7 +142,7 @@ def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     return [env[name] for name in names if env.get(name)]
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
+def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
