@@ -33,6 +33,8 @@ SECRET_FALLBACKS: dict[str, str] = {
     "platforms.slack.signing_secret": "SLACK_SIGNING_SECRET",
 }
 MODEL_KEY_VARIABLES: dict[str, str] = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+SECRET_VARIABLES: dict[str, str] = {**SECRET_FALLBACKS, "platforms.telegram.webhook_secret": "TELEGRAM_WEBHOOK_SECRET"}
+"""The variable each secret is conventionally kept in (``model.api_key``'s depends on the provider)."""
 SECRET_PATHS: tuple[str, ...] = (
     "model.api_key",
     "auxiliary.compression.api_key",
@@ -107,7 +109,7 @@ def load_config(
     home = resolve_home(process_env)
     if create_home:
         ensure_home(home, config_template=example_config_text())
-    env = merged_environment(process_env, read_dotenv(home / ".env"))
+    env = home_environment(home, process_env)
     path = config_path if config_path is not None else home / "config.yaml"
     if config_path is not None and not path.is_file():
         raise ConfigError([f"config file not found: {path}"], source=path)
@@ -125,6 +127,19 @@ def load_config(
         config_path=path if path.is_file() else None,
         variables=variables,
     )
+
+
+def home_environment(home: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables ``${VAR}`` references see: the process environment, filled in from the home's .env."""
+    return merged_environment(os.environ if environ is None else environ, read_dotenv(home / ".env"))
+
+
+def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The secrets in their conventional variables, for masking output when the configuration cannot be loaded."""
+    process_env = os.environ if environ is None else environ
+    env = home_environment(resolve_home(process_env), process_env)
+    names = [*SECRET_VARIABLES.values(), *MODEL_KEY_VARIABLES.values()]
+    return [env[name] for name in names if env.get(name)]
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from gateway.intake import Intake
 from gateway.lanes import Lanes
 from gateway.metrics import Metrics
 from gateway.pairing import Pairing
+from gateway.redaction import redactor
 from gateway.slots import AgentSlots
 from gateway.tasks import TaskTracker
 from gateway.turns import TurnRunner
@@ -62,6 +63,7 @@ class Gateway:
         """``clock``: the wall clock the session policies read (idle and daily resets, /status, /usage,
         pruning); tests pass a fake one, along with the store's (``Store.open(clock=...)``)."""
         settings = loaded.settings
+        redactor.add_secrets(loaded.secrets())  # every exit (log, /health, replies) masks them from now on
         self._clock = clock
         self._loaded = loaded
         self._store = store

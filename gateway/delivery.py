@@ -18,6 +18,10 @@ idempotent sends shows it once; a send that may repeat an accepted attempt (a
 retry after a network error, any send by :meth:`Delivery.resume`) is marked
 ``maybe_sent`` so an adapter without such keys can look for the chunk first.
 
+Every text is masked first (``redactor.credentials``: configured secrets and
+credential formats such as bot tokens and API keys), before it is rendered,
+cut into chunks (a secret split between two chunks would pass) and recorded.
+
 Edits (:meth:`Delivery.edit_text`) go through the outbox too: the new text is
 written to the chunk's row, which goes back to ``pending`` while keeping its
 platform message id, before the adapter is asked to edit; the row is marked
@@ -51,6 +55,7 @@ from gateway.formatting import Chunk, render
 from gateway.keyed_locks import KeyedLocks
 from gateway.logs import bind, short_turn_id
 from gateway.metrics import Metrics
+from gateway.redaction import redactor
 from storage import MessageAppend, OutboxChunk, OutboxRecord, Store
 
 log = structlog.get_logger("gateway.delivery")
@@ -143,7 +148,7 @@ class Delivery:
         The row is what a later :meth:`edit_text` takes.
         """
         adapter = self._adapters[platform]
-        chunks = self._render(adapter, text)
+        chunks = self._render(adapter, redactor.credentials(text))
         if not chunks and not answers and append is None:
             return []
         markup = adapter.capabilities.markup.value
@@ -191,6 +196,7 @@ class Delivery:
             return []
         if not adapter.capabilities.can_edit:
             raise ValueError(f"{record.platform} messages cannot be edited")
+        text = redactor.credentials(text)
         chunks = self._render(adapter, text)
         if not chunks:
             return []  # nothing to show: the message keeps its text (there is no delete)

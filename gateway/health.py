@@ -2,6 +2,8 @@
 
 /health answers 200 while every started adapter runs and the database
 answers, 503 otherwise, so Docker's HEALTHCHECK and load balancers can act on it.
+Both bodies are masked by the process-wide redactor on the way out: an adapter's
+detail may quote an error that quotes a request URL, and a URL may hold a bot token.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import structlog
 from aiohttp import web
 
 from gateway.metrics import CONTENT_TYPE, Metrics
+from gateway.redaction import redact_values, redactor
 
 log = structlog.get_logger("gateway.health")
 
@@ -46,13 +49,14 @@ class HealthServer:
         return self.url
 
     async def _handle(self, _: web.Request) -> web.Response:
-        body = await self._snapshot()
+        body = redact_values(await self._snapshot())
         status = 200 if body.get("status") == "ok" else 503
         return web.Response(status=status, text=json.dumps(body), content_type="application/json")
 
     async def _metrics_page(self, _: web.Request) -> web.Response:
         assert self._metrics is not None
-        return web.Response(body=self._metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+        page = redactor(self._metrics.render().decode())
+        return web.Response(body=page.encode(), headers={"Content-Type": CONTENT_TYPE})
 
     async def stop(self) -> None:
         if self._runner is not None:

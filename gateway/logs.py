@@ -31,16 +31,13 @@ from typing import Any
 import structlog
 from structlog.typing import EventDict, WrappedLogger
 
-from gateway.redaction import Redactor
+from gateway.redaction import redactor
 
 _LEVEL_LABELS = {"debug": "debug", "info": "info", "warning": "warn", "error": "error", "critical": "crit"}
 _RESERVED = ("ts", "level", "event")
 _CONTEXT_ORDER = ("platform", "chat", "session", "turn")
 # Libraries that are chatty at INFO about things operators do not need.
 _QUIET_LIBRARIES = ("aiohttp.access", "httpx", "httpx2", "httpcore", "httpcore2", "asyncio")
-
-redactor = Redactor()
-"""The process-wide redactor; configured secrets are added by :func:`configure_logging`."""
 
 
 def _timestamp(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:

@@ -1,14 +1,20 @@
-"""Masking secrets out of text before it reaches a log.
+"""Masking secrets out of every text that leaves the process.
 
 Two nets: every configured secret value (tokens, keys) is replaced wherever it
 appears, and well-known secret shapes are replaced even when nobody configured
 them (a key pasted into a chat, a header echoed by a library).
+
+:data:`redactor` is the one place that knows the configured secrets: whoever loads
+the configuration adds them (the CLI, the doctor, :class:`gateway.app.Gateway`),
+and each exit masks through it once: gateway.log, /health and /metrics, replies to
+users, the output of the ``switchboard`` commands and backups' manifests.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 MASK = "[REDACTED]"
 MIN_SECRET_LENGTH = 6
@@ -23,7 +29,10 @@ _B = r"(?:(?<=/bot)|(?<![A-Za-z0-9]))"
 # hold none of the clues; running every pattern on every line was about half the cost of writing
 # it, and the two timestamp-character shapes alone were three quarters of what was left.
 # Replacements keep a harmless prefix so a reader can tell what was hidden.
-_SHAPES: tuple[tuple[tuple[str, ...] | re.Pattern[str], re.Pattern[str], str], ...] = (
+_Shape = tuple[tuple[str, ...] | re.Pattern[str], re.Pattern[str], str]
+
+# Credential formats: text shaped like these is a credential wherever it appears.
+_FORMATS: tuple[_Shape, ...] = (
     (("sk-ant-",), re.compile(_B + r"sk-ant-[A-Za-z0-9_\-]{6,}"), "sk-ant-" + MASK),
     (("sk-",), re.compile(_B + r"sk-(?:proj-|svcacct-)?[A-Za-z0-9_\-]{16,}"), "sk-" + MASK),
     (("xox",), re.compile(_B + r"(xox[abposre])-[A-Za-z0-9\-]{6,}"), r"\1-" + MASK),
@@ -36,6 +45,11 @@ _SHAPES: tuple[tuple[tuple[str, ...] | re.Pattern[str], re.Pattern[str], str], .
         re.compile(_B + r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6,7}\.[A-Za-z0-9_\-]{27,}"),
         MASK,
     ),
+)
+
+# Values after a word that announces a secret: right in a log line or an error, but in a chat reply
+# (``api_key = os.environ["KEY"]`` in a code example) such text is the answer, not a leak.
+_KEYWORDS: tuple[_Shape, ...] = (
     (("bearer",), re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/\-]{8,}=*"), r"\1 " + MASK),
     (
         ("key", "token", "secret", "password"),
@@ -44,6 +58,7 @@ _SHAPES: tuple[tuple[tuple[str, ...] | re.Pattern[str], re.Pattern[str], str], .
         r"\1\2" + MASK,
     ),
 )
+_SHAPES = _FORMATS + _KEYWORDS
 
 
 class Redactor:
@@ -59,11 +74,19 @@ class Redactor:
         self._secrets = sorted(merged, key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
+        """Every net: configured secrets, credential formats, and values after ``token=``, ``Bearer`` and the like."""
+        return self._mask(text, _SHAPES)
+
+    def credentials(self, text: str) -> str:
+        """Configured secrets and credential formats only: for text written for a person (a chat reply)."""
+        return self._mask(text, _FORMATS)
+
+    def _mask(self, text: str, shapes: tuple[_Shape, ...]) -> str:
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, MASK)
         lowered = text.casefold()
-        for clues, pattern, replacement in _SHAPES:
+        for clues, pattern, replacement in shapes:
             if isinstance(clues, re.Pattern):
                 if clues.search(text):
                     text = pattern.sub(replacement, text)
@@ -73,3 +96,18 @@ class Redactor:
                     text = pattern.sub(replacement, text)
                     break
         return text
+
+
+redactor = Redactor()
+"""The process-wide redactor (see the module's docstring)."""
+
+
+def redact_values(value: Any, redact: Redactor = redactor) -> Any:
+    """A copy of a JSON-like value with every string in it masked; mapping keys are kept as they are."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: redact_values(item, redact) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_values(item, redact) for item in value]
+    return value

@@ -12,15 +12,18 @@ A backup is a directory ``switchboard-backup-<UTC time>`` made inside DIR:
     MANIFEST.json   what was written, with sizes and SHA-256 digests
 
 ``.env`` is left out on purpose: it holds the tokens, which belong in a secret
-store rather than in every backup. config.yaml is copied because it usually
-only references variables; it is 0600 like everything else (directories 0700).
-The directory is written under a ``.partial`` name and renamed when complete.
+store rather than in every backup. config.yaml is copied with every secret
+written inline in it replaced by a ``${VAR}`` reference (``config.inline_secrets``);
+the masked keys are printed and listed in MANIFEST.json, whose text is masked
+like the log. Files are 0600 (directories 0700). The directory is written under
+a ``.partial`` name and renamed when complete.
 
 ``restore`` refuses while any process has the database open (stop the gateway
 first). It checks the manifest's digests and the database before changing
 anything, then renames what it replaces to ``*.before-restore``. config.yaml
-is only put back when the home has none. Exit status: 0, 1 when the backup or
-restore failed or was refused, 2 for configuration errors.
+is only put back when the home has none (and then names the variables its
+masked secrets need). Exit status: 0, 1 when the backup or restore failed or
+was refused, 2 for configuration errors.
 """
 
 from __future__ import annotations
@@ -36,9 +39,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from config.errors import ConfigError
+from config.inline_secrets import MaskedConfig, mask_inline_secrets
 from config.loader import LoadedConfig
-from gateway.cli.common import add_config_option, load_config_or_exit
+from gateway.cli.common import add_config_option, load_config_or_exit, show
+from gateway.redaction import redact_values
 from gateway.version import version
 from storage.backup import backup_database, database_in_use, restore_database
 from storage.errors import BackupError
@@ -76,12 +83,11 @@ def backup_command(args: argparse.Namespace) -> int:
     loaded = load_config_or_exit(args)
     try:
         target, lines = write_backup(loaded, args.directory)
-    except (BackupError, OSError) as error:
-        print(f"switchboard backup: {_reason(error)}", file=sys.stderr)
+    except (BackupError, ConfigError, OSError) as error:
+        show(f"switchboard backup: {_reason(error)}", sys.stderr)
         return EXIT_FAILED
-    print(f"Backed up {loaded.home} to {target}:")
-    print("\n".join(f"  {line}" for line in lines))
-    print("Not included: .env (it holds your tokens; keep them in your secret store) and logs/.")
+    show(f"Backed up {loaded.home} to {target}:\n" + "\n".join(f"  {line}" for line in lines))
+    show("Not included: .env (it holds your tokens; keep them in your secret store) and logs/.")
     return 0
 
 
@@ -106,23 +112,39 @@ def _fill(loaded: LoadedConfig, target: Path) -> list[str]:
     copied = _copy_memories(loaded.memories_dir, target / "memories")
     names = f" ({', '.join(copied)})" if copied else ""
     lines.append(f"memories/     {_files_count(len(copied))}{names}")
-    for name, path, note in (("SOUL.md", loaded.soul_path, ""),
-                             ("config.yaml", loaded.config_path, " (may hold secrets: readable by you only)")):  # fmt: skip
-        if path is not None and path.is_file():
-            _copy_private(path, target / name)
-            lines.append(f"{name.ljust(13)} {path.stat().st_size:,} bytes{note}")
-        else:
-            lines.append(f"{name.ljust(13)} not in the home, skipped")
+    if loaded.soul_path.is_file():
+        _copy_private(loaded.soul_path, target / "SOUL.md")
+        lines.append(f"SOUL.md       {loaded.soul_path.stat().st_size:,} bytes")
+    else:
+        lines.append("SOUL.md       not in the home, skipped")
+    masked = MaskedConfig("")
+    if loaded.config_path is not None and loaded.config_path.is_file():
+        masked = mask_inline_secrets(loaded)
+        _write_private(target / "config.yaml", masked.text)
+        lines += _config_lines(masked, (target / "config.yaml").stat().st_size)
+    else:
+        lines.append("config.yaml   not in the home, skipped")
     manifest = {
         "switchboard": version(),
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "home": str(loaded.home),
         "schema_version": check.schema_version,
         "files": {name: _digest(target / name) for name in _files(target)},
+        "masked_secrets": {"config.yaml": masked.masked} if masked.masked else {},
     }
-    _write_private(target / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    # Keys are kept: the names in "files" must be those on disk, or the backup fails its own check.
+    _write_private(target / MANIFEST, json.dumps(redact_values(manifest), indent=2) + "\n")
     lines.append(f"{MANIFEST} sizes and SHA-256 of {len(manifest['files'])} files")
     return lines
+
+
+def _config_lines(masked: MaskedConfig, size: int) -> list[str]:
+    if not masked.masked and not masked.elsewhere:
+        return [f"config.yaml   {size:,} bytes (no secret written in it)"]
+    where = " (also in comments)" if masked.elsewhere else ""
+    lines = [f"config.yaml   {size:,} bytes; secrets written in it are masked in the copy{where}, "
+             "their values belong in .env (restoring this copy needs them there):"]  # fmt: skip
+    return lines + [f"                {path} -> ${{{variable}}}" for path, variable in masked.masked.items()]
 
 
 def _copy_memories(source: Path, target: Path) -> list[str]:
@@ -159,17 +181,16 @@ def restore_command(args: argparse.Namespace) -> int:
     try:
         lines = restore_backup(loaded, args.backup)
     except (BackupError, OSError) as error:
-        print(f"switchboard restore: {_reason(error)}", file=sys.stderr)
+        show(f"switchboard restore: {_reason(error)}", sys.stderr)
         return EXIT_FAILED
-    print(f"Restored {args.backup} into {loaded.home}:")
-    print("\n".join(f"  {line}" for line in lines))
-    print("Start the gateway again (switchboard run, systemctl start switchboard, or docker compose up -d).")
+    show(f"Restored {args.backup} into {loaded.home}:\n" + "\n".join(f"  {line}" for line in lines))
+    show("Start the gateway again (switchboard run, systemctl start switchboard, or docker compose up -d).")
     return 0
 
 
 def restore_backup(loaded: LoadedConfig, source: Path) -> list[str]:
     """Check everything, then restore the database, memories and SOUL.md; one line per item."""
-    _verify_manifest(source)
+    manifest = _verify_manifest(source)
     if database_in_use(loaded.db_path):
         raise BackupError(f"{loaded.db_path} is open in another process: stop the gateway "
                           "(systemctl stop switchboard, docker compose stop), then restore again")  # fmt: skip
@@ -191,6 +212,11 @@ def restore_backup(loaded: LoadedConfig, source: Path) -> list[str]:
     else:
         _copy_private(source / "config.yaml", config)
         lines.append("config.yaml   restored (the home had none)")
+        masked = manifest.get("masked_secrets", {}).get("config.yaml", {})
+        needed = sorted({name for names in masked.values() for name in names.split(", ")})
+        if needed:
+            lines.append(f"              its secrets were masked in the backup: set {', '.join(needed)} "
+                         f"(environment or {loaded.home / '.env'}) before starting")  # fmt: skip
     return lines
 
 
@@ -211,11 +237,13 @@ def _restore_path(backup: Path, live: Path) -> str:
     return f"{label} restored{note}"
 
 
-def _verify_manifest(source: Path) -> None:
+def _verify_manifest(source: Path) -> dict[str, Any]:
+    """The backup's manifest, once every file it lists is there with the recorded digest."""
     manifest_path = source / MANIFEST
     if not manifest_path.is_file():
         raise BackupError(f"{source} is not a Switchboard backup (no {MANIFEST}); point at a {PREFIX}... directory")
-    files = json.loads(manifest_path.read_text(encoding="utf-8")).get("files", {})
+    manifest: dict[str, Any] = json.loads(manifest_path.read_text(encoding="utf-8"))
+    files = manifest.get("files", {})
     if "state.db" not in files:
         raise BackupError(f"{manifest_path} lists no state.db: the backup is incomplete")
     for name, expected in files.items():
@@ -223,6 +251,7 @@ def _verify_manifest(source: Path) -> None:
         if not path.is_file() or _digest(path) != expected:
             raise BackupError(f"{path} is missing or differs from {MANIFEST}: this backup was changed or is "
                               "incomplete; use another one")  # fmt: skip
+    return manifest
 
 
 # -- files -----------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import argparse
 
 from config.loader import LoadedConfig
 from config.plan import RunPlan, build_plan
-from gateway.cli.common import EXIT_CONFIG, add_config_option, load_config_or_exit
+from gateway.cli.common import EXIT_CONFIG, add_config_option, load_config_or_exit, show
 from gateway.version import version
 
 
@@ -27,7 +27,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def check_command(args: argparse.Namespace) -> int:
     loaded = load_config_or_exit(args)
     plan = build_plan(loaded)
-    print(render_plan(loaded, plan))
+    show(render_plan(loaded, plan))
     return 0 if plan.ready else EXIT_CONFIG
 
 

@@ -1,4 +1,9 @@
-"""What the CLI commands share: the --config option and loading the configuration."""
+"""What the CLI commands share: the --config option, loading the configuration, printing what may hold secrets.
+
+Loading the configuration gives its secrets to the process-wide redactor, and :func:`show` prints through
+it: the commands' output (``check``, ``doctor``, ``backup``, ``restore``, configuration errors) is masked
+like gateway.log.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,13 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TextIO
 
 import structlog
 
 from config import ConfigError, LoadedConfig, load_config
+from config.loader import environment_secrets
+from gateway.redaction import redactor
 from storage import StorageError, Store
 
 EXIT_CONFIG = 2
@@ -28,12 +36,20 @@ def add_config_option(parser: argparse.ArgumentParser) -> None:
 
 
 def load_config_or_exit(args: argparse.Namespace, *, create_home: bool = False) -> LoadedConfig:
-    """Load the configuration; on a problem print every error and exit with status 2."""
+    """Load the configuration (its secrets go to the redactor); on a problem print every error and exit with status 2."""
     try:
-        return load_config(getattr(args, "config", None), create_home=create_home)
+        loaded = load_config(getattr(args, "config", None), create_home=create_home)
     except ConfigError as error:
-        print(error.render(), file=sys.stderr)
+        redactor.add_secrets(environment_secrets())  # an error may quote a value: mask what the environment holds
+        show(error.render(), sys.stderr)
         raise SystemExit(EXIT_CONFIG) from None
+    redactor.add_secrets(loaded.secrets())
+    return loaded
+
+
+def show(text: str, stream: TextIO | None = None) -> None:
+    """Print ``text`` (to stdout by default) with every secret masked."""
+    print(redactor(text), file=stream or sys.stdout)
 
 
 def run_with_store(args: argparse.Namespace, command: Callable[[Store], Awaitable[int]], *, name: str) -> int:

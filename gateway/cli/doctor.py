@@ -15,8 +15,7 @@ import argparse
 import asyncio
 import sys
 
-from gateway.cli.common import add_config_option
-from gateway.redaction import Redactor
+from gateway.cli.common import add_config_option, show
 
 EXIT_FAILED = 1
 
@@ -37,7 +36,7 @@ def doctor_command(args: argparse.Namespace) -> int:
     from gateway.doctor.results import Status, render
     from gateway.doctor.runner import run_checks
 
-    checks, secrets = asyncio.run(run_checks(args.config, offline=args.offline))
-    print(Redactor(secrets)(render(checks)))
+    checks = asyncio.run(run_checks(args.config, offline=args.offline))
+    show(render(checks))
     sys.stdout.flush()
     return EXIT_FAILED if any(check.status is Status.FAIL for check in checks) else 0

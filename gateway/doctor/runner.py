@@ -6,26 +6,30 @@ import asyncio
 from pathlib import Path
 
 from config import ConfigError, LoadedConfig, load_config
+from config.loader import environment_secrets
 from config.models import PLATFORMS
 from config.plan import build_plan
 from gateway.doctor.local import config_check, config_error_check, database_check, disk_check, home_check
 from gateway.doctor.model import model_check
 from gateway.doctor.platforms import run_platform_check
 from gateway.doctor.results import Check
+from gateway.redaction import redactor
 
 LOCAL_NAMES = ("home", "database", "disk")
 
 
-async def run_checks(config_path: Path | None, *, offline: bool) -> tuple[list[Check], list[str]]:
-    """Every check's result, in a fixed order, and the secrets the caller must redact from them."""
+async def run_checks(config_path: Path | None, *, offline: bool) -> list[Check]:
+    """Every check's result, in a fixed order. The secrets they may quote go to the process-wide redactor."""
     try:
         loaded = load_config(config_path)
     except ConfigError as error:
+        redactor.add_secrets(environment_secrets())
         skipped = [Check.skip(name, "needs a valid configuration") for name in (*LOCAL_NAMES, *PLATFORMS, "model")]
-        return [config_error_check(error), *skipped], []
+        return [config_error_check(error), *skipped]
+    redactor.add_secrets(loaded.secrets())
     checks = [config_check(loaded), home_check(loaded), database_check(loaded), disk_check(loaded)]
     checks += await _network_checks(loaded, offline=offline)
-    return checks, loaded.secrets()
+    return checks
 
 
 async def _network_checks(loaded: LoadedConfig, *, offline: bool) -> list[Check]:

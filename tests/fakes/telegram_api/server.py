@@ -13,7 +13,7 @@ The test side (see :mod:`.users` for injecting user messages):
   :meth:`TelegramAPI.wait_sent` waits for them.
 * :attr:`TelegramAPI.calls` - every request, with its parameters and time.
 * :meth:`TelegramAPI.fail` - scripted error answers per method (429 with
-  ``retry_after``, 5xx, a markup the server "cannot parse").
+  ``retry_after``, 5xx, a markup the server "cannot parse", a broken proxy's HTML page).
 * :attr:`TelegramAPI.conflict` - answer ``getUpdates`` with 409, as when a
   second instance polls the same token; :meth:`TelegramAPI.stall` - hold
   ``getUpdates`` requests open without answering until :meth:`unstall`.
@@ -159,7 +159,7 @@ class TelegramAPI(WebhookSide):
             return error(401, "Unauthorized")
         scripted = self._failures.get(method)
         if scripted:
-            return failure(scripted.pop(0))
+            return failure(scripted.pop(0), request.path)
         handler = getattr(self, f"_api_{method.lower()}", None)
         if handler is None:
             return error(404, "Not Found: method not found")

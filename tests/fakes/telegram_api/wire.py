@@ -11,11 +11,16 @@ from aiohttp import web
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """A scripted error answer: HTTP ``status`` with Telegram's ``description``."""
+    """A scripted error answer: HTTP ``status`` with Telegram's ``description``.
+
+    ``proxy_page``: answer as a broken reverse proxy does instead, with an HTML page (not JSON) that
+    echoes the request's path, bot token included, and ``description`` as more text on the page.
+    """
 
     status: int
     description: str
     retry_after: int | None = None
+    proxy_page: bool = False
 
     @classmethod
     def too_many_requests(cls, retry_after: int) -> Failure:
@@ -24,6 +29,10 @@ class Failure:
     @classmethod
     def server_error(cls) -> Failure:
         return cls(502, "Bad Gateway")
+
+    @classmethod
+    def broken_proxy(cls, status: int = 502, note: str = "") -> Failure:
+        return cls(status, note, proxy_page=True)
 
     @classmethod
     def cant_parse(cls) -> Failure:
@@ -41,7 +50,13 @@ def error(status: int, description: str, retry_after: int | None = None) -> web.
     return web.json_response(body, status=status)
 
 
-def failure(scripted: Failure) -> web.Response:
+def failure(scripted: Failure, path: str) -> web.Response:
+    """The scripted answer to a request for ``path``."""
+    if scripted.proxy_page:
+        page = (f"<html><head><title>{scripted.status} Bad Gateway</title></head><body><h1>Bad Gateway</h1>"
+                f"<p>The upstream server did not answer the request for {path}.</p><p>{scripted.description}</p>"
+                "<hr><address>nginx</address></body></html>")  # fmt: skip
+        return web.Response(status=scripted.status, text=page, content_type="text/html")
     return error(scripted.status, scripted.description, scripted.retry_after)
 
 
