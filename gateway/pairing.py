@@ -118,8 +118,8 @@ class Pairing:
             await self._store.pairing.record_failure(platform, now)
             recent = sum(1 for failed_at in failures if failed_at > now - LOCKOUT)
             left = MAX_FAILURES - recent - 1
-            then = (f"{left} tries left this hour" if left > 0 else
-                    f"approvals for {platform} are now locked for an hour (lift the lock with: {unlock_hint(platform)})")  # fmt: skip
+            locked = f"approvals for {platform} are now locked for an hour (lift the lock with: {unlock_hint(platform)})"
+            then = f"{left} tries left this hour" if left > 0 else locked
             return Approval(
                 ApprovalOutcome.UNKNOWN_CODE,
                 message=f"no valid {platform} code {code!r} (it may have expired or been used); {then}",
