@@ -193,6 +193,7 @@ class _Connection(asyncio.Protocol):
         self._clock: asyncio.TimerHandle | None = None
         self._idle = False
         """Between requests: the next byte starts the next request's header clock."""
+        self._lost = False
         self.remote: str | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -228,6 +229,7 @@ class _Connection(asyncio.Protocol):
             self._handler.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
         self._stop_clock()
         if self._handler is not None:
             self._listener._closed(self._handler)
@@ -243,6 +245,8 @@ class _Connection(asyncio.Protocol):
 
     def _start_clock(self, phase: str) -> None:
         self._stop_clock()
+        if self._lost:  # a request that ends after its client left
+            return
         limits = self._listener.limits
         seconds = limits.header_timeout if phase == "headers" else limits.idle_timeout
         self._clock = asyncio.get_running_loop().call_later(seconds, self._cut_off, phase)

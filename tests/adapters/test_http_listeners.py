@@ -199,6 +199,16 @@ async def full_listener_refuses(listener: Listener) -> None:
     await listener.answered()
 
 
+async def idle_connections_are_closed(listener: Listener) -> None:
+    """Under IDLE limits: a kept-alive connection that sends no next request is closed."""
+    async with raw_connection(listener) as (reader, writer):
+        writer.write(request_head(listener, "Content-Length: 2\r\n", "\r\n", "{}"))
+        answer = await until_closed(reader)
+        assert answer.startswith(b"HTTP/1.1 ") and b"Connection: close" not in answer, answer
+
+
+IDLE = {"idle_timeout": 1}
+"""The limits for :func:`idle_connections_are_closed` (not a config key: the default is fixed)."""
 SLOW = {"header_timeout": 1, "body_timeout": 1}
 """The limits for :func:`slow_clients_are_cut_off`."""
 CAPPED = {"max_connections": 2, "header_timeout": 600}
@@ -219,12 +229,16 @@ async def test_connections_past_the_cap_are_refused_and_real_clients_get_in_once
     await full_listener_refuses(await start_listener(**CAPPED))
 
 
-@pytest.mark.parametrize(("scenario", "limits"), [(slow_clients_are_cut_off, SLOW), (full_listener_refuses, CAPPED)],
-                         ids=["slow", "capped"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("scenario", "limits"),
+    [(slow_clients_are_cut_off, SLOW), (full_listener_refuses, CAPPED), (idle_connections_are_closed, IDLE)],
+    ids=["slow", "capped", "idle"],
+)
 def test_the_limits_hold_on_uvloop_the_loop_the_gateway_runs_on(
     scenario: Callable[[Listener], Awaitable[None]], limits: dict[str, float]
 ) -> None:
-    """The tests above run on asyncio's loop; the gateway runs on uvloop: the same scenarios against /health there."""
+    """The tests above run on asyncio's loop, the gateway on uvloop: the same scenarios (and the idle timeout,
+    which config does not offer) against /health there."""
 
     async def snapshot() -> dict[str, Any]:
         return {"status": "ok", "adapters": {}}
