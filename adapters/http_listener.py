@@ -11,7 +11,7 @@ as they open. :class:`HttpListener` serves an aiohttp application under
   request line and all headers; then the connection is closed without an answer.
 * **body**: once the headers are in, the body has ``body_timeout`` seconds to
   arrive in full (it is read before the route's handler runs); then the client
-  gets 408 and the connection is closed.
+  gets 408 and the connection is closed (after aiohttp's lingering, at most 10 s).
 * **idle**: a kept-alive connection without a new request (or that does not take
   its response) is closed after ``idle_timeout`` seconds; the default is longer
   than reverse proxies keep idle connections to their upstream (nginx: 60 s), so
@@ -20,7 +20,9 @@ as they open. :class:`HttpListener` serves an aiohttp application under
   answered ``503`` with ``Retry-After`` at once and closed, without being read.
 
 The handler itself (storing a Telegram update, dispatching a Slack event) is not
-timed. Clients cut off for slow headers or body are logged (``http.client.cut_off``,
+timed. Bytes of a next request that arrive while the previous one is still being
+handled (pipelining) fall under the idle clock, not the header clock: looser, but
+bounded all the same. Clients cut off for slow headers or body are logged (``http.client.cut_off``,
 info) and a full listener (``http.listener.full``, warning), each at most once a
 minute per listener with a count of what was not logged, so that a flood of
 connections cannot flood the log as well.
