@@ -152,6 +152,13 @@ class Listen(Section):
     """Address to listen on."""
     port: Port = 8443
     """Port to listen on."""
+    header_timeout: Annotated[float, _between(0.1, 600.0)] = 10.0
+    """Seconds a client has to send a request's line and headers (from connecting, or from the first byte of
+    its next request); slower clients are disconnected."""
+    body_timeout: Annotated[float, _between(0.1, 3600.0)] = 30.0
+    """Seconds a request's body has to arrive once its headers are in; slower ones get 408 and are disconnected."""
+    max_connections: Annotated[int, _between(1, 100_000)] = 256
+    """Connections open at once; one more is answered 503 and closed."""
 
 
 class SlackListen(Listen):
@@ -297,7 +304,7 @@ class LoggingConfig(Section):
     """Also write log lines to standard error (for Docker and systemd journals)."""
 
 
-class HealthConfig(Section):
+class HealthConfig(Listen):
     host: str = "127.0.0.1"
     """Address of the /health endpoint."""
     port: Port = 8642

@@ -23,6 +23,7 @@ from typing import Any
 import structlog
 
 from adapters.base import Adapter, AdapterState
+from adapters.http_listener import ListenerLimits
 from agent.core import Agent
 from config.loader import LoadedConfig
 from gateway.access import AccessControl, AccessPolicy
@@ -72,7 +73,8 @@ class Gateway:
         self._agent = agent
         self._tasks = TaskTracker()
         self.metrics = Metrics()
-        self._health = HealthServer(self.snapshot, settings.health.host, settings.health.port, metrics=self.metrics)
+        self._health = HealthServer(self.snapshot, settings.health.host, settings.health.port, metrics=self.metrics,
+                                    limits=ListenerLimits.from_config(settings.health))  # fmt: skip
         self._started_at = time.monotonic()
         self._stopping = False
         self._housekeeping: asyncio.Task[None] | None = None

@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from adapters.http_listener import HttpListener, ListenerLimits
 from gateway.metrics import CONTENT_TYPE, Metrics
 from gateway.redaction import redact_values, redactor
 
@@ -26,12 +27,14 @@ Snapshot = Callable[[], Awaitable[dict[str, Any]]]
 class HealthServer:
     """A tiny aiohttp server; ``snapshot`` builds the JSON body on every request."""
 
-    def __init__(self, snapshot: Snapshot, host: str, port: int, *, metrics: Metrics | None = None) -> None:
+    def __init__(self, snapshot: Snapshot, host: str, port: int, *, metrics: Metrics | None = None,
+                 limits: ListenerLimits = ListenerLimits()) -> None:  # fmt: skip
         self._snapshot = snapshot
         self._metrics = metrics
         self._host = host
         self._port = port
-        self._runner: web.AppRunner | None = None
+        self._limits = limits
+        self._listener: HttpListener | None = None
         self.url: str | None = None
 
     async def start(self) -> str:
@@ -39,11 +42,9 @@ class HealthServer:
         app.router.add_get("/health", self._handle)
         if self._metrics is not None:
             app.router.add_get("/metrics", self._metrics_page)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port)
-        await site.start()
-        host, port = self._runner.addresses[0][:2]
+        self._listener = HttpListener(app, name="health", host=self._host, port=self._port, limits=self._limits)
+        await self._listener.start()
+        host, port = self._listener.address or (self._host, self._port)
         self.url = f"http://{host}:{port}/health"
         log.info("health.listening", url=self.url)
         return self.url
@@ -59,6 +60,6 @@ class HealthServer:
         return web.Response(body=page.encode(), headers={"Content-Type": CONTENT_TYPE})
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._listener is not None:
+            await self._listener.stop()
+            self._listener = None

@@ -6,7 +6,8 @@ code per user every 10 minutes (however many messages arrive at once). The
 operator approves it with ``switchboard pairing approve PLATFORM CODE``; spaces
 and hyphens typed into the code are ignored, and approving a user uses up any
 other code they still hold. Five wrong approvals within an hour on a platform
-lock approvals there for an hour from the fifth, so codes cannot be guessed.
+lock approvals there for an hour from the fifth, so codes cannot be guessed;
+the operator lifts such a lock at once with ``switchboard pairing unlock PLATFORM``.
 Approvals live in the database; ``switchboard pairing revoke`` takes one back.
 """
 
@@ -44,6 +45,19 @@ class Approval:
     user_id: str | None = None
     user_name: str | None = None
     message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Unlock:
+    was_locked: bool
+    """Whether approvals on the platform were locked when the operator unlocked them."""
+    cleared: int
+    """How many failed approvals were forgotten."""
+
+
+def unlock_hint(platform: str) -> str:
+    """The shell command that lifts a lockout, as the messages name it."""
+    return f"switchboard pairing unlock {platform}"
 
 
 def new_code() -> str:
@@ -96,14 +110,16 @@ class Pairing:
             return Approval(
                 ApprovalOutcome.LOCKED,
                 message=f"approvals for {platform} are locked after {MAX_FAILURES} wrong codes within an hour; "
-                f"try again in {minutes} minute{'s' if minutes != 1 else ''}",
+                f"try again in {minutes} minute{'s' if minutes != 1 else ''}, or lift the lock now with: "
+                f"{unlock_hint(platform)}",
             )
         taken = await self._store.pairing.take_code(platform, normalise_code(code), now)
         if taken is None:
             await self._store.pairing.record_failure(platform, now)
             recent = sum(1 for failed_at in failures if failed_at > now - LOCKOUT)
             left = MAX_FAILURES - recent - 1
-            then = f"{left} tries left this hour" if left > 0 else f"approvals for {platform} are now locked for an hour"
+            locked = f"approvals for {platform} are now locked for an hour (lift the lock with: {unlock_hint(platform)})"
+            then = f"{left} tries left this hour" if left > 0 else locked
             return Approval(
                 ApprovalOutcome.UNKNOWN_CODE,
                 message=f"no valid {platform} code {code!r} (it may have expired or been used); {then}",
@@ -111,6 +127,15 @@ class Pairing:
         await self._store.pairing.approve(platform, taken.user_id, taken.user_name, now)
         log.info("pairing.approved", platform=platform, user=taken.user_id)
         return Approval(ApprovalOutcome.APPROVED, taken.user_id, taken.user_name, message="approved")
+
+    async def unlock(self, platform: str) -> Unlock:
+        """Lift a lockout: forget the platform's failed approvals, so the next code is checked at once."""
+        now = self._clock()
+        until = locked_until(await self._store.pairing.failure_times(platform, now - 2 * LOCKOUT))
+        cleared = await self._store.pairing.clear_failures(platform)
+        unlock = Unlock(was_locked=until is not None and until > now, cleared=cleared)
+        log.info("pairing.unlocked", platform=platform, was_locked=unlock.was_locked, failures_cleared=cleared)
+        return unlock
 
     async def revoke(self, platform: str, user_id: str) -> bool:
         revoked = await self._store.pairing.revoke(platform, user_id)

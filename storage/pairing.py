@@ -22,6 +22,7 @@ __all__ = [
     "add_code",
     "approvals",
     "approve",
+    "clear_failures",
     "failure_times",
     "is_approved",
     "pending_codes",
@@ -67,6 +68,11 @@ def take_code(conn: sqlite3.Connection, *, platform: str, code: str, now: float)
 
 def record_failure(conn: sqlite3.Connection, *, platform: str, now: float) -> None:
     conn.execute("INSERT INTO pairing_failures (platform, failed_at) VALUES (?, ?)", (platform, now))
+
+
+def clear_failures(conn: sqlite3.Connection, *, platform: str) -> int:
+    """Forget every failed approval on a platform (the operator lifting a lockout); how many there were."""
+    return conn.execute("DELETE FROM pairing_failures WHERE platform = ?", (platform,)).rowcount
 
 
 def approve(conn: sqlite3.Connection, *, platform: str, user_id: str, user_name: str | None, now: float) -> None:
@@ -142,6 +148,10 @@ class PairingStore:
 
     async def record_failure(self, platform: str, now: float) -> None:
         await self._write(partial(record_failure, platform=platform, now=now))
+
+    async def clear_failures(self, platform: str) -> int:
+        """Forget the platform's failed approvals; how many were forgotten."""
+        return int(await self._write(partial(clear_failures, platform=platform)))
 
     async def failure_times(self, platform: str, since: float) -> list[float]:
         """When approvals with a wrong code failed on this platform since ``since``, oldest first."""

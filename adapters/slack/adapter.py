@@ -21,6 +21,7 @@ import structlog
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.base import Adapter, AdapterError, AdapterState, AdapterStatus, Capabilities, Intake
+from adapters.http_listener import ListenerLimits
 from adapters.slack import sending
 from adapters.slack.app import EventSink, build_app
 from adapters.slack.convert import PLATFORM
@@ -51,6 +52,8 @@ class SlackSettings:
     listen_host: str = "127.0.0.1"
     listen_port: int = 3000
     listen_path: str = "/slack/events"
+    listen_limits: ListenerLimits = ListenerLimits()
+    """HTTP mode: how long the events endpoint waits for slow clients, and how many it lets in at once."""
     require_mention: bool = True
     """False: every channel message the app receives starts or continues a turn, not only mentions."""
     allowed_teams: tuple[str, ...] = ()
@@ -87,6 +90,7 @@ class SlackAdapter(Adapter):
                 bot_token=section.bot_token or "", mode=section.mode, app_token=section.app_token,
                 signing_secret=section.signing_secret, api_base_url=section.api_base_url,
                 listen_host=listen.host, listen_port=listen.port, listen_path=listen.path,
+                listen_limits=ListenerLimits.from_config(listen),
                 require_mention=section.require_mention, allowed_teams=tuple(section.allowed_teams),
                 allowed_users=tuple(section.allowed_users),
             )  # fmt: skip
@@ -134,7 +138,8 @@ class SlackAdapter(Adapter):
         app = build_app(self._client, settings.signing_secret or "", self.bot, self._sink)
         if settings.mode == "http":
             self._http = HttpReceiver(app, signing_secret=settings.signing_secret or "", host=settings.listen_host,
-                                      port=settings.listen_port, path=settings.listen_path)  # fmt: skip
+                                      port=settings.listen_port, path=settings.listen_path,
+                                      limits=settings.listen_limits)  # fmt: skip
             await self._http.start()
             self._set_state(AdapterState.RUNNING, f"HTTP events on {self._http.url} as @{self.bot.name}")
             return

@@ -1,7 +1,7 @@
 """HTTP mode: Slack's Events API posts signed requests to an aiohttp endpoint we serve.
 
 Every request's signature is checked, and one older than five minutes is
-rejected (401), before its body is read; a signed body that is not a Slack
+rejected (401), before its body is parsed; a signed body that is not a Slack
 payload gets 400 (see :mod:`adapters.slack.http_body`). Bolt checks the
 signature again and answers ``url_verification`` challenges.
 """
@@ -14,44 +14,45 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 
 from adapters.base import AdapterError
+from adapters.http_listener import HttpListener, ListenerLimits
 from adapters.slack import http_body
 
 log = structlog.get_logger(__name__)
 
 
 class HttpReceiver:
-    def __init__(self, app: AsyncApp, *, signing_secret: str, host: str, port: int, path: str) -> None:
+    def __init__(self, app: AsyncApp, *, signing_secret: str, host: str, port: int, path: str,
+                 limits: ListenerLimits = ListenerLimits()) -> None:  # fmt: skip
         self._app = app
         self._signing_secret = signing_secret
         self._host = host
         self._port = port
         self._path = path
-        self._runner: web.AppRunner | None = None
+        self._limits = limits
+        self._listener: HttpListener | None = None
         self.url: str | None = None
         """Where the endpoint listens, with the real port (useful when the config says port 0)."""
 
     async def start(self) -> None:
         web_app = web.Application()
         web_app.router.add_post(self._path, self._handle)
-        runner = web.AppRunner(web_app, access_log=None)
-        await runner.setup()
+        listener = HttpListener(web_app, name="slack events", host=self._host, port=self._port, limits=self._limits)
         try:
-            await web.TCPSite(runner, self._host, self._port).start()
+            await listener.start()
         except OSError as error:
-            await runner.cleanup()
             raise AdapterError(
                 f"cannot listen for Slack events on {self._host}:{self._port} ({error}); "
                 "choose another platforms.slack.http_listen.port or stop what uses it"
             ) from error
-        self._runner = runner
-        host, port = runner.addresses[0][:2]
+        self._listener = listener
+        host, port = listener.address or (self._host, self._port)
         self.url = f"http://{host}:{port}{self._path}"
         log.info("slack.http.listening", url=self.url)
 
     async def stop(self) -> None:
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await listener.stop()
 
     async def _handle(self, request: web.Request) -> web.Response:
         body = await request.read()

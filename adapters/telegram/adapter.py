@@ -24,6 +24,7 @@ from aiogram.methods import DeleteWebhook, GetMe, SetWebhook
 from aiogram.utils.token import TokenValidationError, validate_token
 
 from adapters.base import Adapter, AdapterError, AdapterState, Capabilities, Intake
+from adapters.http_listener import ListenerLimits
 from gateway.events import Markup, OutboundMessage
 
 from .convert import PLATFORM, BotIdentity
@@ -52,6 +53,8 @@ class TelegramSettings:
     webhook_port: int = 8443
     webhook_check_interval: float = 60.0
     """Webhook mode: seconds between getWebhookInfo checks of Telegram's delivery to us."""
+    webhook_limits: ListenerLimits = ListenerLimits()
+    """Webhook mode: how long the webhook server waits for slow clients, and how many it lets in at once."""
     polling: PollingSettings = PollingSettings()
 
 
@@ -91,6 +94,7 @@ class TelegramAdapter(Adapter):
                 webhook_url=section.webhook_url, webhook_secret=section.webhook_secret,
                 webhook_host=section.webhook_listen.host, webhook_port=section.webhook_listen.port,
                 webhook_check_interval=section.webhook_check_interval,
+                webhook_limits=ListenerLimits.from_config(section.webhook_listen),
                 polling=PollingSettings(poll_timeout=section.poll_timeout, stall_timeout=section.stall_timeout),
             )
         )  # fmt: skip
@@ -163,6 +167,7 @@ class TelegramAdapter(Adapter):
         self._webhook = WebhookServer(
             bot, identity, intake, secret=secret, path=urlsplit(url).path or "/", host=self.settings.webhook_host,
             port=self.settings.webhook_port, on_inbound=self._note_inbound, on_reached=watchdog.note_delivery,
+            limits=self.settings.webhook_limits,
         )  # fmt: skip
         await self._webhook.start()
         try:

@@ -19,6 +19,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from adapters.base import Intake
+from adapters.http_listener import HttpListener, ListenerLimits
 
 from .convert import BotIdentity, to_inbound
 
@@ -40,6 +41,7 @@ class WebhookServer:
         port: int,
         on_inbound: Callable[[], None],
         on_reached: Callable[[], None] = lambda: None,
+        limits: ListenerLimits = ListenerLimits(),
     ) -> None:
         self._bot = bot
         self._identity = identity
@@ -51,29 +53,29 @@ class WebhookServer:
         self._on_inbound = on_inbound
         self._on_reached = on_reached
         """Called for every request that carries the secret: Telegram can reach us."""
-        self._runner: web.AppRunner | None = None
+        self._limits = limits
+        self._listener: HttpListener | None = None
         self.bound_port: int | None = None
 
     async def start(self) -> None:
         app = web.Application(client_max_size=4 * 1024 * 1024)
         app.router.add_post(self._path, self._receive)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port)
+        listener = HttpListener(app, name="telegram webhook", host=self._host, port=self._port, limits=self._limits,
+                                shutdown_timeout=5.0)  # fmt: skip
         try:
-            await site.start()
+            await listener.start()
         except OSError as error:
-            await self._runner.cleanup()
             raise OSError(
                 f"the Telegram webhook server cannot listen on {self._host}:{self._port} ({error}); "
                 "free the port or change platforms.telegram.webhook_listen"
             ) from error
-        self.bound_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._listener = listener
+        self.bound_port = listener.address[1] if listener.address else None
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            runner, self._runner = self._runner, None
-            await runner.cleanup()
+        if self._listener is not None:
+            listener, self._listener = self._listener, None
+            await listener.stop()
 
     async def _receive(self, request: web.Request) -> web.Response:
         presented = request.headers.get(SECRET_HEADER, "").encode()

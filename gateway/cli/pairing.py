@@ -3,6 +3,7 @@
     switchboard pairing list [--json]            codes waiting for approval, and approved users
     switchboard pairing approve PLATFORM CODE    let the user who got CODE talk to the bot
     switchboard pairing revoke PLATFORM USER_ID  take an approval back
+    switchboard pairing unlock PLATFORM          lift the lock that five wrong codes put on approvals
 
 An unknown user who DMs the bot gets a code; they send it to you and you
 approve it here (the gateway may keep running). Exit status: 0 on success,
@@ -36,7 +37,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     revoke.add_argument("platform", choices=["telegram", "discord", "slack"])
     revoke.add_argument("user_id")
     revoke.set_defaults(handler=revoke_command)
-    for sub in (listing, approve, revoke):
+    unlock = commands.add_parser("unlock", help="lift the lock five wrong codes put on a platform's approvals")
+    unlock.add_argument("platform", choices=["telegram", "discord", "slack"])
+    unlock.set_defaults(handler=unlock_command)
+    for sub in (listing, approve, revoke, unlock):
         add_config_option(sub)
 
 
@@ -84,5 +88,21 @@ def revoke_command(args: argparse.Namespace) -> int:
             return 0
         print(f"{args.platform} user {args.user_id} was not approved.")
         return 1
+
+    return run_with_store(args, run, name="pairing")
+
+
+def unlock_command(args: argparse.Namespace) -> int:
+    async def run(store: Store) -> int:
+        unlock = await Pairing(store).unlock(args.platform)
+        wrong = f"{unlock.cleared} wrong code{'s' if unlock.cleared != 1 else ''}"
+        if unlock.was_locked:
+            print(f"Unlocked approvals for {args.platform}: forgot {wrong}. "
+                  f"`switchboard pairing approve {args.platform} CODE` works again.")  # fmt: skip
+        elif unlock.cleared:
+            print(f"Approvals for {args.platform} were not locked; forgot {wrong}, so five more are allowed.")
+        else:
+            print(f"Approvals for {args.platform} were not locked; nothing to do.")
+        return 0
 
     return run_with_store(args, run, name="pairing")

@@ -98,7 +98,7 @@ def test_unknown_key_suggests_the_close_one(tmp_path: Path) -> None:
 
 def test_unknown_key_without_a_close_match_lists_the_known_ones(tmp_path: Path) -> None:
     (line,) = problems(tmp_path, "health:\n  banana: 1\n")
-    assert line.startswith("health.banana: unknown key; known keys here: host, port")
+    assert line.startswith("health.banana: unknown key; known keys here: body_timeout, header_timeout, host, max_connections, port")
 
 
 def test_unknown_section_suggests_the_close_one(tmp_path: Path) -> None:

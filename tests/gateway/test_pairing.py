@@ -97,16 +97,19 @@ async def test_a_code_typed_with_spaces_or_hyphens_is_accepted_and_approval_ends
     assert (await pairing.approve("telegram", older)).outcome is ApprovalOutcome.UNKNOWN_CODE  # used up by the approval
 
 
+async def offered_code(home: Path) -> str:
+    """A code offered to telegram user 42 (Ada), in the store under ``home``, as a DM from them would get."""
+    store = await Store.open(home / "state.db")
+    try:
+        return await Pairing(store).offer("telegram", "42", "Ada", "42") or ""
+    finally:
+        await store.close()
+
+
 def test_operator_cli_lists_and_approves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
 
-    async def offer() -> str:
-        store = await Store.open(tmp_path / "state.db")
-        code = await Pairing(store).offer("telegram", "42", "Ada", "42")
-        await store.close()
-        return code or ""
-
-    code = asyncio.run(offer())
+    code = asyncio.run(offered_code(tmp_path))
     assert main(["pairing", "list"]) == 0
     out = capsys.readouterr().out
     assert code in out and "user 42 (Ada)" in out
@@ -118,3 +121,25 @@ def test_operator_cli_lists_and_approves(tmp_path: Path, monkeypatch: pytest.Mon
     assert '"user_id": "42"' in capsys.readouterr().out
     assert main(["pairing", "revoke", "telegram", "42"]) == 0
     assert main(["pairing", "revoke", "telegram", "42"]) == 1
+
+
+def test_operator_unlocks_a_locked_platform_from_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path))
+
+    code = asyncio.run(offered_code(tmp_path))
+    assert main(["pairing", "unlock", "telegram"]) == 0
+    assert "were not locked" in capsys.readouterr().out
+    for _ in range(5):
+        assert main(["pairing", "approve", "telegram", "WRONG234"]) == 1
+    assert "switchboard pairing unlock telegram" in capsys.readouterr().out  # the fifth says how to undo it
+    assert main(["pairing", "approve", "telegram", code]) == 1
+    refused = capsys.readouterr().out
+    assert "locked" in refused and "switchboard pairing unlock telegram" in refused
+
+    assert main(["pairing", "unlock", "telegram"]) == 0
+    unlocked = capsys.readouterr().out
+    assert "Unlocked approvals for telegram" in unlocked and "5 wrong codes" in unlocked
+    assert main(["pairing", "approve", "telegram", code]) == 0
+    assert "Approved telegram user 42 (Ada)" in capsys.readouterr().out
