@@ -9,7 +9,9 @@ and reopens them from storage after a restart, passing back the stored
 system-prompt snapshot so the cached prefix stays byte-identical.
 
 The agent knows nothing of platforms' libraries or of the database: the
-platform is a name, the search function and the home directory are passed in.
+platform is a name, the search function and the home directory are passed in,
+and so is whose memory a session uses (a :class:`agent.memory_scopes.MemoryScope`
+the gateway chooses; the same scope when a session is reopened).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from agent.compressor import CompressionResult, ContextCompressor
 from agent.context_window import context_length
 from agent.identity import seed_soul
 from agent.loop import LoopSettings, ToolLoop, TurnObserver, TurnResult
-from agent.memory import MemoryStore
+from agent.memory_scopes import MemoryBank, MemoryScope
 from agent.messages import ChatMessage
 from agent.prompt import PromptInputs, SystemPrompt, build_system_prompt
 from agent.providers.router import ModelRouter
@@ -74,7 +76,7 @@ class Agent:
         self._search = search
         self.tools = tools or default_registry(session_search=search is not None)
         self.prices = prices or PriceTable()
-        self.memory = MemoryStore(settings.home / "memories")
+        self.memories = MemoryBank(settings.home / "memories")
         self.window = context_length(router.primary.model, settings.context_length)
         seed_soul(settings.home)
 
@@ -84,8 +86,13 @@ class Agent:
         for provider in providers.values():
             await provider.aclose()
 
-    async def build_prompt(self, *, session_id: str, platform: str, started_at: dt.datetime) -> SystemPrompt:
-        """The frozen system prompt of a new session (reads a few small files off the event loop)."""
+    async def build_prompt(
+        self, *, session_id: str, platform: str, started_at: dt.datetime, memory: MemoryScope | None
+    ) -> SystemPrompt:
+        """The frozen system prompt of a new session (reads a few small files off the event loop).
+
+        ``memory``: whose memory the session shows besides the shared layer; None for none.
+        """
         tool_names = self.tools.names()
 
         def build() -> SystemPrompt:  # in a worker thread: the memory snapshot reads files too
@@ -96,7 +103,7 @@ class Agent:
                 home=self.settings.home,
                 tool_names=tool_names,
                 system_message=self.settings.system_message,
-                memory=self.memory.snapshot() if "memory" in tool_names else None,
+                memory=self.memories.snapshot(memory) if "memory" in tool_names else None,
                 skills_dir=self.settings.home / "skills",
                 workdir=self.settings.workdir,
                 platform_hints=self.settings.platform_hints,
@@ -105,8 +112,14 @@ class Agent:
 
         return await asyncio.to_thread(build)
 
-    def open_session(self, *, session_id: str, platform: str, user_times: Iterable[float] = ()) -> AgentSession:
-        """An agent session for one conversation; ``user_times`` are its stored user-message times."""
+    def open_session(
+        self, *, session_id: str, platform: str, memory: MemoryScope | None, user_times: Iterable[float] = ()
+    ) -> AgentSession:
+        """An agent session for one conversation; ``user_times`` are its stored user-message times.
+
+        ``memory``: the scope the session's memory tool writes, the one its prompt was built with;
+        None turns the tool off for the session.
+        """
         s = self.settings
         compressor = ContextCompressor(
             self.window.tokens,
@@ -116,7 +129,8 @@ class Agent:
             summarizer=self._summarizer,
             estimate=estimate_message,
         )
-        context = ToolContext(session_id=session_id, platform=platform, memory=self.memory, search=self._search)
+        store = self.memories.store(memory) if memory is not None else None
+        context = ToolContext(session_id=session_id, platform=platform, memory=store, search=self._search)
         loop = ToolLoop(
             self.router,
             compressor,

@@ -54,7 +54,8 @@ class ToolContext:
     session_id: str
     platform: str
     memory: MemoryStore | None = None
-    """The home's memory files; None when memory is turned off."""
+    """The session's own memory folder (its person's or shared conversation's); None when memory is
+    off. The operator's shared layer is never here: the model cannot write it."""
     search: SearchFunction | None = None
     """Full-text search over past sessions; None when the gateway offers none."""
 
