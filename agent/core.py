@@ -11,7 +11,8 @@ system-prompt snapshot so the cached prefix stays byte-identical.
 The agent knows nothing of platforms' libraries or of the database: the
 platform is a name, the search function and the home directory are passed in,
 and so is whose memory a session uses (a :class:`agent.memory_scopes.MemoryScope`
-the gateway chooses; the same scope when a session is reopened).
+the gateway chooses; the same scope when a session is reopened), which also keeps
+the session's search to that person's or conversation's past conversations.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from agent.caching import Ttl, TtlAdvisor
 from agent.compressor import CompressionResult, ContextCompressor
@@ -35,7 +36,7 @@ from agent.prompt import PromptInputs, SystemPrompt, build_system_prompt
 from agent.providers.router import ModelRouter
 from agent.summarizer import ModelSummarizer
 from agent.tokens import estimate_message
-from agent.tools import SearchFunction, ToolContext, ToolRegistry, default_registry
+from agent.tools import ScopedSearchFunction, SearchFunction, ToolContext, ToolRegistry, default_registry
 from agent.usage import PriceTable
 
 
@@ -65,7 +66,7 @@ class Agent:
         router: ModelRouter,
         *,
         summary_router: ModelRouter | None = None,
-        search: SearchFunction | None = None,
+        search: ScopedSearchFunction | None = None,
         tools: ToolRegistry | None = None,
         prices: PriceTable | None = None,
     ) -> None:
@@ -117,8 +118,8 @@ class Agent:
     ) -> AgentSession:
         """An agent session for one conversation; ``user_times`` are its stored user-message times.
 
-        ``memory``: the scope the session's memory tool writes, the one its prompt was built with;
-        None turns the tool off for the session.
+        ``memory``: the scope the session's memory tool writes, the one its prompt was built with,
+        and whose past conversations its session_search reads; None turns both off for the session.
         """
         s = self.settings
         compressor = ContextCompressor(
@@ -130,7 +131,8 @@ class Agent:
             estimate=estimate_message,
         )
         store = self.memories.store(memory) if memory is not None else None
-        context = ToolContext(session_id=session_id, platform=platform, memory=store, search=self._search)
+        search = _bound(self._search, memory)
+        context = ToolContext(session_id=session_id, platform=platform, memory=store, search=search)
         loop = ToolLoop(
             self.router,
             compressor,
@@ -141,6 +143,17 @@ class Agent:
         )
         advisor = TtlAdvisor.from_timestamps(s.cache_ttl, user_times)
         return AgentSession(session_id, loop, compressor, advisor, caching=self.router.primary.cache.enabled)
+
+
+def _bound(search: ScopedSearchFunction | None, scope: MemoryScope | None) -> SearchFunction | None:
+    """``search`` kept to ``scope``'s conversations, as the session_search tool calls it."""
+    if search is None or scope is None:
+        return None
+
+    async def scoped(query: str, limit: int) -> list[dict[str, Any]]:
+        return await search(query, limit, scope)
+
+    return scoped
 
 
 class AgentSession:

@@ -11,7 +11,8 @@ a thread or topic; a group with ``group_per_user`` off   ``threads/<platform>/<c
 
 So what someone tells the bot follows them between their DM and their own group sessions
 on one platform and reaches nobody else, and what is said in a shared thread stays with
-that thread. The scope is worked out from the stored session alone, so a session reopened
+that thread. The same scope keeps a session's ``session_search`` to those sessions
+(:func:`search_owner`). The scope is worked out from the stored session alone, so a session reopened
 after a restart writes where it did before. Sessions stored by earlier versions recorded no
 user for a DM; such a session has no scope (:func:`scope_for_record` returns None) and is
 started afresh (``gateway.conversations``).
@@ -32,7 +33,7 @@ import structlog
 from agent.memory_scopes import MemoryScope, move_legacy
 from gateway.events import ChatType
 from gateway.session_key import SessionKey
-from storage import SessionRecord
+from storage import SearchOwner, SessionRecord
 
 log = structlog.get_logger("gateway.memory")
 
@@ -42,6 +43,16 @@ def scope_for_key(key: SessionKey) -> MemoryScope:
     if key.user_id is not None:
         return MemoryScope.person(key.platform, key.user_id)
     return MemoryScope.conversation(key.platform, key.chat_id, key.thread_id)
+
+
+def search_owner(scope: MemoryScope) -> SearchOwner:
+    """The stored sessions whose past messages a session of ``scope`` may search: the same person's
+    (sessions stored with their user id) or the same shared conversation's."""
+    if scope.kind == "person":
+        platform, user_id = scope.ids
+        return SearchOwner(platform, user_id=user_id)
+    platform, chat_id, *thread = scope.ids
+    return SearchOwner(platform, chat_id=chat_id, thread_id=thread[0] if thread else None)
 
 
 def scope_for_record(record: SessionRecord) -> MemoryScope | None:

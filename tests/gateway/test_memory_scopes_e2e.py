@@ -218,3 +218,24 @@ async def test_an_upgrade_moves_the_global_memory_aside_and_restarts_sessions_bu
     assert "90k" not in system_text(bob)
     ended = await running.store.get_session(old.id)
     assert ended is not None and ended.end_reason == "memory_scope"
+
+
+async def test_searching_past_conversations_finds_only_the_askers_own(
+    start_gateway: GatewayFactory, model_server: ModelServer
+) -> None:
+    running = await start_gateway(QUIET)
+    await say(running, model_server, "my locker code is 4711", sent=1, **ALICE)
+    await say(running, model_server, "@loopbot the team locker code is 1234", sent=2, **in_group("bob", "Bob", thread_id="t1"))
+    search = ToolUse("session_search", {"query": "locker code"})
+
+    model_server.script(search, Text("nothing"))
+    bob = await say(running, model_server, "what was the locker code again?", sent=3, **BOB)
+    model_server.script(search, Text("found it"))
+    alice = await say(running, model_server, "what was my locker code?", sent=4, **ALICE)
+    model_server.script(search, Text("found it"))
+    thread = await say(running, model_server, "@loopbot the code?", sent=5, **in_group("carol", "Carol", thread_id="t1"))
+
+    (bob_found,), (alice_found,), (thread_found,) = tool_results(bob), tool_results(alice), tool_results(thread)
+    assert "4711" not in bob_found and "1234" not in bob_found  # Bob's DM: his own past conversations only
+    assert "4711" in alice_found and "1234" not in alice_found
+    assert "1234" in thread_found and "4711" not in thread_found
