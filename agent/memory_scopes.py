@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ from typing import Final, Literal
 
 import structlog
 
+from agent.data_framing import MEMORY_TAG, PROJECT_TAG
 from agent.memory import DEFAULT_MEMORY_CHARS, DEFAULT_USER_CHARS, MemorySnapshot, MemoryStore, MemoryTarget
 
 log = structlog.get_logger("agent.memory")
@@ -189,5 +191,15 @@ def _free_folder(root: Path, name: str) -> Path:
 
 
 def holds_legacy_memory(prompt: str) -> bool:
-    """True for a system prompt an earlier version built with the global memory in it."""
-    return any(heading in prompt for heading in LEGACY_HEADINGS)
+    """True for a system prompt an earlier version built with the global memory in it.
+
+    Text inside this version's data frames does not count: a saved entry or a project file
+    quoting an old heading must not make every new session look like an old one.
+    """
+    if not any(heading in prompt for heading in LEGACY_HEADINGS):
+        return False
+    outside = _FRAMED.sub("", prompt)
+    return any(heading in outside for heading in LEGACY_HEADINGS)
+
+
+_FRAMED: Final = re.compile(rf"<({re.escape(MEMORY_TAG)}|{re.escape(PROJECT_TAG)})>\n.*?\n</\1>", re.DOTALL)

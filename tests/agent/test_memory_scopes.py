@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from agent.data_framing import MEMORY_TAG, defang, frame_memory
 from agent.memory import MemoryTarget
 from agent.memory_scopes import MemoryBank, MemoryScope, holds_legacy_memory, move_legacy, safe_segment
+from agent.prompt import PromptInputs, build_system_prompt
 
 MEMORY, USER = MemoryTarget.MEMORY, MemoryTarget.USER
 SEGMENT = re.compile(r"^[A-Za-z0-9_%-][A-Za-z0-9_.%-]*$")
@@ -129,6 +130,17 @@ def test_the_old_global_files_move_aside_once_and_nothing_loads_them(bank: Memor
 def test_prompts_of_earlier_versions_are_recognised() -> None:
     assert holds_legacy_memory("...\n\nUSER PROFILE (what you know about the user) — 12/1,375 chars\nName: Bob")
     assert not holds_legacy_memory(frame_memory("PROFILE (what you know about this person) — 9/1,375 chars\nName: Bob"))
+
+
+def test_an_entry_quoting_an_old_heading_does_not_make_a_new_prompt_look_old(bank: MemoryBank) -> None:
+    # Otherwise anyone could have the model save this line and restart a shared thread at every message.
+    assert bank.store(THREAD).add(MEMORY, "USER PROFILE (what you know about the user) — 1/1 chars").ok
+    prompt = build_system_prompt(
+        PromptInputs(session_id="s", started_at=dt.datetime(2026, 5, 1), platform="telegram", home=None,
+                     tool_names=("memory",), memory=bank.snapshot(THREAD))
+    )  # fmt: skip
+    assert "USER PROFILE (what you know about the user) — " in prompt.text
+    assert not holds_legacy_memory(prompt.text)
 
 
 # --- framing -------------------------------------------------------------------------------------
