@@ -9,7 +9,8 @@ Only one kind of file is loaded per session; the first kind found wins:
 4. ``.cursorrules`` plus ``.cursor/rules/*.mdc`` (working directory only).
 
 Every file is scanned for prompt injection and capped in size
-(:mod:`agent.injection`) before it is rendered into the prompt::
+(:mod:`agent.injection`) before it is rendered into the prompt, where the section is
+framed as data, not instructions (:mod:`agent.data_framing`)::
 
     files = discover_context_files(Path("~/code/atlas").expanduser())
     section = render_project_context(files)   # "" when nothing was found
@@ -29,6 +30,7 @@ from typing import Any, Final
 import structlog
 import yaml
 
+from agent.data_framing import frame_project_files
 from agent.injection import DEFAULT_MAX_CHARS, CheckedText, check_file_text, scan_text
 
 log = structlog.get_logger("agent.context_files")
@@ -38,12 +40,6 @@ AGENTS_NAMES: Final = ("AGENTS.md", "agents.md")
 CLAUDE_NAMES: Final = ("CLAUDE.md", "claude.md")
 CURSORRULES_NAME: Final = ".cursorrules"
 CURSOR_RULES_DIR: Final = Path(".cursor") / "rules"
-
-CONTEXT_HEADER: Final = (
-    "# Project context\n\n"
-    "These files describe the project you are working in. Follow their conventions "
-    "unless the user asks otherwise."
-)
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
@@ -164,11 +160,9 @@ def _check(label: str, text: str, max_chars: int) -> CheckedText:
 
 
 def render_project_context(files: Sequence[CheckedText]) -> str:
-    """The prompt section for ``files``: a header, then one ``## name`` block per file."""
-    if not files:
-        return ""
-    sections = [f"## {checked.label}\n\n{checked.text.strip()}" for checked in files]
-    return "\n\n".join([CONTEXT_HEADER, *sections])
+    """The prompt section for ``files``: one ``## name`` block per file, framed as data
+    (:func:`agent.data_framing.frame_project_files`)."""
+    return frame_project_files("\n\n".join(f"## {checked.label}\n\n{checked.text.strip()}" for checked in files))
 
 
 # --- Skills index -------------------------------------------------------------------------------

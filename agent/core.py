@@ -9,7 +9,10 @@ and reopens them from storage after a restart, passing back the stored
 system-prompt snapshot so the cached prefix stays byte-identical.
 
 The agent knows nothing of platforms' libraries or of the database: the
-platform is a name, the search function and the home directory are passed in.
+platform is a name, the search function and the home directory are passed in,
+and so is whose memory a session uses (a :class:`agent.memory_scopes.MemoryScope`
+the gateway chooses; the same scope when a session is reopened), which also keeps
+the session's search to that person's or conversation's past conversations.
 """
 
 from __future__ import annotations
@@ -20,20 +23,20 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from agent.caching import Ttl, TtlAdvisor
 from agent.compressor import CompressionResult, ContextCompressor
 from agent.context_window import context_length
 from agent.identity import seed_soul
 from agent.loop import LoopSettings, ToolLoop, TurnObserver, TurnResult
-from agent.memory import MemoryStore
+from agent.memory_scopes import MemoryBank, MemoryScope
 from agent.messages import ChatMessage
 from agent.prompt import PromptInputs, SystemPrompt, build_system_prompt
 from agent.providers.router import ModelRouter
 from agent.summarizer import ModelSummarizer
 from agent.tokens import estimate_message
-from agent.tools import SearchFunction, ToolContext, ToolRegistry, default_registry
+from agent.tools import ScopedSearchFunction, SearchFunction, ToolContext, ToolRegistry, default_registry
 from agent.usage import PriceTable
 
 
@@ -63,7 +66,7 @@ class Agent:
         router: ModelRouter,
         *,
         summary_router: ModelRouter | None = None,
-        search: SearchFunction | None = None,
+        search: ScopedSearchFunction | None = None,
         tools: ToolRegistry | None = None,
         prices: PriceTable | None = None,
     ) -> None:
@@ -74,7 +77,7 @@ class Agent:
         self._search = search
         self.tools = tools or default_registry(session_search=search is not None)
         self.prices = prices or PriceTable()
-        self.memory = MemoryStore(settings.home / "memories")
+        self.memories = MemoryBank(settings.home / "memories")
         self.window = context_length(router.primary.model, settings.context_length)
         seed_soul(settings.home)
 
@@ -84,8 +87,13 @@ class Agent:
         for provider in providers.values():
             await provider.aclose()
 
-    async def build_prompt(self, *, session_id: str, platform: str, started_at: dt.datetime) -> SystemPrompt:
-        """The frozen system prompt of a new session (reads a few small files off the event loop)."""
+    async def build_prompt(
+        self, *, session_id: str, platform: str, started_at: dt.datetime, memory: MemoryScope | None
+    ) -> SystemPrompt:
+        """The frozen system prompt of a new session (reads a few small files off the event loop).
+
+        ``memory``: whose memory the session shows besides the shared layer; None for none.
+        """
         tool_names = self.tools.names()
 
         def build() -> SystemPrompt:  # in a worker thread: the memory snapshot reads files too
@@ -96,7 +104,7 @@ class Agent:
                 home=self.settings.home,
                 tool_names=tool_names,
                 system_message=self.settings.system_message,
-                memory=self.memory.snapshot() if "memory" in tool_names else None,
+                memory=self.memories.snapshot(memory) if "memory" in tool_names else None,
                 skills_dir=self.settings.home / "skills",
                 workdir=self.settings.workdir,
                 platform_hints=self.settings.platform_hints,
@@ -105,8 +113,14 @@ class Agent:
 
         return await asyncio.to_thread(build)
 
-    def open_session(self, *, session_id: str, platform: str, user_times: Iterable[float] = ()) -> AgentSession:
-        """An agent session for one conversation; ``user_times`` are its stored user-message times."""
+    def open_session(
+        self, *, session_id: str, platform: str, memory: MemoryScope | None, user_times: Iterable[float] = ()
+    ) -> AgentSession:
+        """An agent session for one conversation; ``user_times`` are its stored user-message times.
+
+        ``memory``: the scope the session's memory tool writes, the one its prompt was built with,
+        and whose past conversations its session_search reads; None turns both off for the session.
+        """
         s = self.settings
         compressor = ContextCompressor(
             self.window.tokens,
@@ -116,7 +130,9 @@ class Agent:
             summarizer=self._summarizer,
             estimate=estimate_message,
         )
-        context = ToolContext(session_id=session_id, platform=platform, memory=self.memory, search=self._search)
+        store = self.memories.store(memory) if memory is not None else None
+        search = _bound(self._search, memory)
+        context = ToolContext(session_id=session_id, platform=platform, memory=store, search=search)
         loop = ToolLoop(
             self.router,
             compressor,
@@ -127,6 +143,17 @@ class Agent:
         )
         advisor = TtlAdvisor.from_timestamps(s.cache_ttl, user_times)
         return AgentSession(session_id, loop, compressor, advisor, caching=self.router.primary.cache.enabled)
+
+
+def _bound(search: ScopedSearchFunction | None, scope: MemoryScope | None) -> SearchFunction | None:
+    """``search`` kept to ``scope``'s conversations, as the session_search tool calls it."""
+    if search is None or scope is None:
+        return None
+
+    async def scoped(query: str, limit: int) -> list[dict[str, Any]]:
+        return await search(query, limit, scope)
+
+    return scoped
 
 
 class AgentSession:

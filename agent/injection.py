@@ -7,7 +7,12 @@ prompt-injection attempt is not loaded at all: it is replaced by a one-line
 that is merely long keeps its head (70 %) and tail (20 %) around a marker that
 gives the counts.
 
-The scan is a tripwire for common attacks, not a proof of safety::
+Patterns match the text as :mod:`agent.folding` folds it (line breaks, spacing,
+look-alike letters, invisible characters and case undone), so the usual disguises of
+the same words are caught too. Still, the scan is a tripwire for common attacks, not a
+boundary: a paraphrase or another language passes it. What limits the damage is that
+memory is kept per person and that memory and project files are framed in the prompt
+as data (:mod:`agent.data_framing`)::
 
     findings = scan_text(text)            # () when clean
     checked = check_file_text(text, "AGENTS.md")
@@ -18,9 +23,10 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Final, Literal
+
+from agent.folding import INVISIBLE_CHARACTERS, JOINERS, views
 
 Scope = Literal["context", "strict"]
 """``context`` for files in the prompt; ``strict`` adds checks for memory entries."""
@@ -30,8 +36,9 @@ HEAD_SHARE: Final = 0.7
 TAIL_SHARE: Final = 0.2
 BOM: Final = "\ufeff"
 
-# Words inside one phrase are separated by spaces or light punctuation, never by
-# a sentence end or a line break, so matches stay within a sentence.
+# Words inside one phrase are separated by spaces or light punctuation, never by a
+# sentence end, so matches stay within a sentence. (Phrases read the prose view, where
+# line breaks are spaces: a phrase split over two lines is still one phrase.)
 _SEP: Final = r"[^\w\n.!?]+"
 
 
@@ -40,31 +47,32 @@ def _gap(words: int) -> str:
     return rf"(?:{_SEP}\w+){{0,{words}}}?{_SEP}"
 
 
-INVISIBLE_CHARACTERS: Final[frozenset[int]] = frozenset(
-    (
-        *(0x200B, 0x200C, 0x200D),  # zero-width space, non-joiner, joiner
-        *range(0x2060, 0x2065),  # word joiner and invisible operators
-        0xFEFF,  # zero-width no-break space (a BOM anywhere but the start)
-        0x180E,  # Mongolian vowel separator
-        *range(0x202A, 0x202F),  # bidi embeddings and overrides
-        *range(0x2066, 0x206A),  # bidi isolates
-        0xE0001,
-        *range(0xE0020, 0xE0080),  # tag characters (invisible ASCII smuggling)
-    )
-)
+View = Literal["prose", "lines"]
+"""Which folded form a pattern reads: ``prose`` (line breaks and spelled-out words undone) for
+phrases, ``lines`` (line breaks kept) for commands, so a command never matches across two lines."""
 
 
 @dataclass(frozen=True, slots=True)
 class ThreatPattern:
-    """One family of suspicious text, found by a case-insensitive regex."""
+    """One family of suspicious text, found by a regex on the folded text.
+
+    ``spelled`` matches the same family in a word spelled out letter by letter with even gaps
+    (``"i g n o r e a l l ..."``), where nothing marks the word boundaries: it reads the letters
+    joined (``"ignoreall..."``).
+    """
 
     id: str
     regex: re.Pattern[str]
     scope: Scope = "context"
+    view: View = "prose"
+    spelled: re.Pattern[str] | None = None
 
 
-def _pattern(pattern_id: str, regex: str, scope: Scope = "context") -> ThreatPattern:
-    return ThreatPattern(pattern_id, re.compile(regex, re.IGNORECASE | re.DOTALL), scope)
+def _pattern(
+    pattern_id: str, regex: str, scope: Scope = "context", *, view: View = "prose", spelled: str | None = None
+) -> ThreatPattern:
+    compiled_spelled = re.compile(spelled) if spelled is not None else None
+    return ThreatPattern(pattern_id, re.compile(regex, re.IGNORECASE | re.DOTALL), scope, view, compiled_spelled)
 
 
 THREAT_PATTERNS: Final[tuple[ThreatPattern, ...]] = (
@@ -73,16 +81,19 @@ THREAT_PATTERNS: Final[tuple[ThreatPattern, ...]] = (
         rf"\b(?:ignore|disregard|forget|override)\b{_gap(4)}"
         rf"(?:previous|prior|above|earlier|preceding|all|any|your|these|those|system)\b{_gap(3)}"
         r"(?:instructions?|rules|guidelines|directives|prompts?|guardrails)\b",
+        spelled=r"(?:ignore|disregard|forget|override)\w{0,40}?(?:instructions?|rules|guidelines|directives|prompts?)",
     ),
     _pattern(
         "system_prompt_override",
         r"\b(?:system\s+prompt\s+override|new\s+system\s+prompt|"
         r"(?:override|replace|overwrite)\s+(?:the\s+|your\s+)?system\s+prompt)\b",
+        spelled=r"systempromptoverride|newsystemprompt|(?:override|replace|overwrite)(?:the|your)?systemprompt",
     ),
     _pattern(
         "role_hijack",
         r"\b(?:you\s+are\s+now\s+(?:a|an|the|in|my)\b|from\s+now\s+on,?\s+you\s+are\b|"
         r"pretend\s+(?:to\s+be|you\s+are)\b|you\s+have\s+been\s+(?:updated|upgraded|reprogrammed)\b)",
+        spelled=r"youarenow(?:an?|the|in|my)|fromnowonyouare|pretend(?:tobe|youare)|youhavebeen(?:updated|upgraded|reprogrammed)",
     ),
     _pattern(
         "bypass_restrictions",
@@ -101,16 +112,19 @@ THREAT_PATTERNS: Final[tuple[ThreatPattern, ...]] = (
         "prompt_leak",
         rf"\b(?:reveal|print|output|repeat|dump|leak|disclose)\b{_gap(4)}"
         r"(?:your|the)\s+(?:system\s+prompt|initial\s+instructions|hidden\s+instructions)\b",
+        spelled=r"(?:reveal|print|output|repeat|dump|leak|disclose)\w{0,40}?(?:systemprompt|initialinstructions)",
     ),
     _pattern(
         "hidden_div",
         r"<(?:div|span|p|section)\b[^>]{0,300}?\bstyle\s*=\s*[\"'][^\"'>]{0,300}?"
         r"(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0)",
+        view="lines",
     ),
     _pattern(
         "credential_exfiltration",
         r"\b(?:curl|wget|nc|ncat|invoke-webrequest|iwr)\b[^\n]{0,200}?"
         r"\$\{?\w*(?:key|token|secret|password|passwd|credential|api)\w*",
+        view="lines",
     ),
     _pattern(
         "secret_file_read",
@@ -119,11 +133,13 @@ THREAT_PATTERNS: Final[tuple[ThreatPattern, ...]] = (
         r"(?:(?<![\w.])\.env(?:\.(?!example\b|sample\b|template\b|dist\b)\w+)?(?![\w.])|"
         r"\bcredentials\b|\.netrc\b|\.pgpass\b|\.npmrc\b|\.pypirc\b|\bid_(?:rsa|ed25519|ecdsa)\b|"
         r"\.aws/|\.ssh/)",
+        view="lines",
     ),
     _pattern(
         "ssh_backdoor",
         r"\bauthorized_keys\b",
         scope="strict",
+        view="lines",
     ),
     _pattern(
         "send_to_url",
@@ -165,28 +181,48 @@ def strip_bom(text: str) -> str:
 
 
 def invisible_characters(text: str) -> tuple[str, ...]:
-    """Finding ids (``invisible_unicode_U+XXXX``) for hidden characters, first-seen order."""
+    """Finding ids (``invisible_unicode_U+XXXX``) for hidden characters, first-seen order.
+
+    Zero-width joiners and non-joiners count only next to ASCII: between Persian or Indic
+    letters, or inside an emoji sequence, they are how those are written.
+    """
     seen: dict[str, None] = {}
-    for char in strip_bom(text):
-        if ord(char) in INVISIBLE_CHARACTERS:
-            seen.setdefault(f"invisible_unicode_U+{ord(char):04X}", None)
+    text = strip_bom(text)
+    for match in _INVISIBLE.finditer(text):
+        code, at = ord(match.group(0)), match.start()
+        if code in JOINERS and not _next_to_ascii(text, at):
+            continue
+        seen.setdefault(f"invisible_unicode_U+{code:04X}", None)
     return tuple(seen)
+
+
+_INVISIBLE: Final = re.compile("[" + "".join(re.escape(chr(code)) for code in sorted(INVISIBLE_CHARACTERS)) + "]")
+
+
+def _next_to_ascii(text: str, at: int) -> bool:
+    before = text[at - 1] if at > 0 else ""
+    after = text[at + 1] if at + 1 < len(text) else ""
+    return (before.isascii() and not before.isspace()) or (after.isascii() and not after.isspace())
 
 
 def scan_text(text: str, scope: Scope = "context") -> tuple[str, ...]:
     """The ids of every threat family found in ``text``; ``()`` means clean.
 
-    ``strict`` runs the ``context`` families plus those meant for memory writes.
-    Regexes run on the NFKC-normalised text, so look-alike letters don't hide a match.
+    ``strict`` runs the ``context`` families plus those meant for memory writes. Patterns
+    read the folded text (:mod:`agent.folding`), so line-split, spaced-out, look-alike,
+    zero-width-split and mixed-case versions of a phrase match like the plain one.
     """
+    text = strip_bom(text)
     findings = list(invisible_characters(text))
-    normalized = unicodedata.normalize("NFKC", strip_bom(text))
+    folded = views(text)
     for pattern in THREAT_PATTERNS:
         if pattern.scope == "strict" and scope != "strict":
             continue
-        if pattern.regex.search(normalized):
+        if pattern.regex.search(folded.prose if pattern.view == "prose" else folded.lines) or (
+            pattern.spelled is not None and any(pattern.spelled.search(run) for run in folded.spelled)
+        ):
             findings.append(pattern.id)
-    if _has_suspicious_comment(normalized):
+    if _has_suspicious_comment(folded.lines):
         findings.append(HIDDEN_COMMENT_ID)
     return tuple(findings)
 

@@ -1,4 +1,4 @@
-"""Long-term memory: ``MEMORY.md`` (the agent's notes) and ``USER.md`` (the user profile).
+"""Long-term memory files in one folder: ``MEMORY.md`` (the agent's notes) and ``USER.md`` (the profile).
 
 Each file is a list of short entries separated by a line holding only ``§``
 (``"\\n§\\n"``). Both are capped in characters, not tokens, so the cap means
@@ -6,14 +6,17 @@ the same for every model: 2,200 for ``MEMORY.md`` and 1,375 for ``USER.md``.
 A write that would overflow is refused and the current entries are returned, so
 the model can consolidate them; nothing is ever dropped automatically.
 
+Whose folder a session uses (one person's, one shared conversation's, the operator's
+shared layer) is decided by :mod:`agent.memory_scopes`; this module is one folder.
+
 The system prompt shows a *snapshot* taken at session start. Writes go to disk
 at once but only reach the prompt in the next session, which keeps the prompt
 byte-stable for caching::
 
-    store = MemoryStore(home / "memories")
-    snapshot = store.snapshot()                 # frozen into this session's prompt
+    store = MemoryStore(home / "memories" / "users" / "telegram" / "42")
+    snapshot = store.snapshot(headings)         # frozen into this session's prompt
     store.add(MemoryTarget.USER, "Prefers metric units.")
-    snapshot.user                               # unchanged
+    snapshot.text                               # unchanged
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import fcntl
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -39,6 +42,7 @@ ENTRY_DELIMITER: Final = "\n§\n"
 DEFAULT_MEMORY_CHARS: Final = 2_200
 DEFAULT_USER_CHARS: Final = 1_375
 LOCK_FILE: Final = ".lock"
+FORGOTTEN_FILE: Final = ".forgotten"
 _DELIMITER_LINE = re.compile(r"^[ \t]*§[ \t]*\r?$", re.MULTILINE)
 
 
@@ -53,12 +57,6 @@ class MemoryTarget(StrEnum):
     @property
     def file_name(self) -> str:
         return "MEMORY.md" if self is MemoryTarget.MEMORY else "USER.md"
-
-    @property
-    def heading(self) -> str:
-        if self is MemoryTarget.MEMORY:
-            return "MEMORY (notes you keep for yourself)"
-        return "USER PROFILE (what you know about the user)"
 
 
 def parse_entries(text: str) -> list[str]:
@@ -97,22 +95,27 @@ class MemoryResult:
 class MemorySnapshot:
     """The memory blocks frozen into one session's system prompt."""
 
-    memory: str = ""
-    user: str = ""
+    text: str = ""
+    """The blocks, each a heading line and its entries; ``""`` when nothing is saved."""
     notices: tuple[str, ...] = field(default=(), compare=False)
     """Entries withheld from the prompt because they failed the injection scan."""
 
+    def __add__(self, other: MemorySnapshot) -> MemorySnapshot:
+        """Both snapshots' blocks, this one's first."""
+        text = "\n\n".join(part for part in (self.text, other.text) if part)
+        return MemorySnapshot(text, (*self.notices, *other.notices))
 
-def render_block(target: MemoryTarget, entries: Sequence[str], used: int, limit: int) -> str:
-    """A header with the fill level, then the entries; ``""`` for an empty store."""
+
+def render_block(heading: str, entries: Sequence[str], usage: str | None = None) -> str:
+    """A heading (with the fill level, when given), then the entries; ``""`` for no entries."""
     if not entries:
         return ""
-    header = f"{target.heading} — {_usage(used, limit)}"
+    header = f"{heading} — {usage}" if usage else heading
     return header + "\n" + ENTRY_DELIMITER.join(entries)
 
 
 class MemoryStore:
-    """The two memory files in one directory (usually ``<home>/memories``).
+    """The two memory files in one directory (one scope's folder under ``<home>/memories``).
 
     Methods are synchronous and safe across threads and processes: every write
     holds an exclusive lock on ``<directory>/.lock`` and replaces the file atomically.
@@ -141,15 +144,20 @@ class MemoryStore:
         except FileNotFoundError:
             return []
 
-    def snapshot(self) -> MemorySnapshot:
-        """Both blocks as they are on disk now, with suspicious entries withheld."""
-        blocks: dict[MemoryTarget, str] = {}
+    def snapshot(self, headings: Mapping[MemoryTarget, str], *, usage: bool = True) -> MemorySnapshot:
+        """Both files as they are on disk now under ``headings``, suspicious entries withheld.
+
+        ``usage``: show each file's fill level after its heading (the model writing the file
+        needs it; a layer it cannot write does not).
+        """
+        blocks: list[str] = []
         notices: list[str] = []
         for target in MemoryTarget:
             entries = self.entries(target)
             shown = [self._screen(target, entry, notices) for entry in entries]
-            blocks[target] = render_block(target, shown, joined_size(entries), self.limit(target))
-        return MemorySnapshot(blocks[MemoryTarget.MEMORY], blocks[MemoryTarget.USER], tuple(notices))
+            fill = _usage(joined_size(entries), self.limit(target)) if usage else None
+            blocks.append(render_block(headings[target], shown, fill))
+        return MemorySnapshot("\n\n".join(block for block in blocks if block), tuple(notices))
 
     def _screen(self, target: MemoryTarget, entry: str, notices: list[str]) -> str:
         findings = scan_text(entry, "strict")
@@ -168,7 +176,7 @@ class MemoryStore:
     def add(self, target: MemoryTarget, content: str) -> MemoryResult:
         """Append one entry, unless it is invalid, already there, or would overflow."""
         content = content.strip()
-        with self._locked():
+        with self.locked():
             entries = self.entries(target)
             if (problem := self._invalid(target, content, entries)) is not None:
                 return problem
@@ -179,7 +187,7 @@ class MemoryStore:
     def replace(self, target: MemoryTarget, old_text: str, content: str) -> MemoryResult:
         """Replace the one entry containing ``old_text`` with ``content``."""
         content = content.strip()
-        with self._locked():
+        with self.locked():
             entries = self.entries(target)
             found = self._find(target, entries, old_text)
             if isinstance(found, MemoryResult):
@@ -191,12 +199,34 @@ class MemoryStore:
 
     def remove(self, target: MemoryTarget, old_text: str) -> MemoryResult:
         """Delete the one entry containing ``old_text``."""
-        with self._locked():
+        with self.locked():
             entries = self.entries(target)
             found = self._find(target, entries, old_text)
             if isinstance(found, MemoryResult):
                 return found
             return self._commit(target, entries, [e for i, e in enumerate(entries) if i != found], "Removed.")
+
+    def forget(self, now: float) -> dict[MemoryTarget, int]:
+        """Delete both files; returns how many entries each held.
+
+        The time is kept in ``.forgotten`` (:meth:`forgotten_at`), so sessions whose prompts
+        were frozen with the old entries can be told apart from those started since.
+        """
+        with self.locked():
+            removed = {target: len(self.entries(target)) for target in MemoryTarget}
+            for target in MemoryTarget:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path(target))
+            self._replace_file(FORGOTTEN_FILE, repr(now) + "\n")
+        log.info("agent.memory.forgotten", directory=self.directory.name, entries=sum(removed.values()))
+        return removed
+
+    def forgotten_at(self) -> float | None:
+        """When :meth:`forget` last ran here (its ``now``); None when it never did."""
+        try:
+            return float((self.directory / FORGOTTEN_FILE).read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
 
     def _invalid(self, target: MemoryTarget, content: str, entries: list[str]) -> MemoryResult | None:
         if not content:
@@ -210,7 +240,7 @@ class MemoryStore:
                 entries,
                 False,
                 f"Refused: the entry matches a prompt-injection pattern ({', '.join(findings)}). "
-                "Memory is shown in every future system prompt, so it must hold plain facts only.",
+                "Saved memory enters the system prompt of later conversations, so it must hold plain facts only.",
             )
         if len(content) > self.limit(target):
             return self._result(
@@ -260,8 +290,9 @@ class MemoryStore:
     # --- files ----------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    def locked(self) -> Iterator[None]:
+        """Hold the folder's lock (exclusive), as every write does. Makes the folder if needed."""
+        make_private_dirs(self.directory)
         fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -270,16 +301,29 @@ class MemoryStore:
             os.close(fd)  # closing the descriptor releases the lock
 
     def _write(self, target: MemoryTarget, entries: Sequence[str]) -> None:
-        text = ENTRY_DELIMITER.join(entries) + ("\n" if entries else "")
-        fd, temp = tempfile.mkstemp(dir=self.directory, prefix=f".{target.file_name}.", suffix=".tmp")
+        self._replace_file(target.file_name, ENTRY_DELIMITER.join(entries) + ("\n" if entries else ""))
+
+    def _replace_file(self, name: str, text: str) -> None:
+        """Write ``name`` in the folder atomically, 0600 (the caller holds the lock)."""
+        fd, temp = tempfile.mkstemp(dir=self.directory, prefix=f".{name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.chmod(temp, 0o600)
-            os.replace(temp, self.path(target))
+            os.replace(temp, self.directory / name)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp)
             raise
+
+
+def make_private_dirs(directory: Path) -> None:
+    """Make ``directory`` and each missing parent 0700 (``mkdir(parents=True)`` leaves parents to the umask)."""
+    missing = []
+    while not directory.is_dir():
+        missing.append(directory)
+        directory = directory.parent
+    for path in reversed(missing):
+        path.mkdir(mode=0o700, exist_ok=True)

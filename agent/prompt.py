@@ -6,11 +6,17 @@ session. Its layers, in order:
 1. identity (``SOUL.md`` from the home, seeded with our default on first run);
 2. guidance on working with the tools that are on offer;
 3. the configured system message, if any;
-4. the MEMORY snapshot, then 5. the USER profile snapshot (taken at session start);
-6. the skills index, when the skills folder holds skills;
-7. project context files from the working directory;
-8. the session's start time and id (passed in, so rebuilding gives the same bytes);
-9. the platform hint.
+4. the memory snapshot taken at session start: the operator's shared notes, then the notes
+   and profile of the person (or shared conversation) the session belongs to
+   (:mod:`agent.memory_scopes`);
+5. the skills index, when the skills folder holds skills;
+6. project context files from the working directory;
+7. the session's start time and id (passed in, so rebuilding gives the same bytes);
+8. the platform hint.
+
+Identity and the system message are the operator's instructions. Memory and project files
+are not: the model sees them inside a fixed frame that says they are data
+(:mod:`agent.data_framing`).
 
 Per-call additions (gateway overlays, pending notices) never enter the frozen
 prompt: they travel as ``ModelRequest.ephemeral`` (joined with :func:`combine_ephemeral`),
@@ -18,7 +24,7 @@ which the providers send after the last cache breakpoint.
 Building reads a few small files; call it off the event loop if that matters::
 
     prompt = build_system_prompt(PromptInputs(session_id="s1", started_at=now, platform="telegram",
-                                              home=home, memory=store.snapshot()))
+                                              home=home, memory=bank.snapshot(scope)))
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from typing import Final
 import structlog
 
 from agent.context_files import discover_context_files, discover_skills, render_project_context, render_skills_index
+from agent.data_framing import frame_memory
 from agent.identity import DEFAULT_SOUL, load_identity
 from agent.injection import DEFAULT_MAX_CHARS, CheckedText
 from agent.memory import MemorySnapshot
@@ -53,9 +60,11 @@ TOOL_GUIDANCE: Final = (
 MEMORY_GUIDANCE: Final = (
     "You have a long-term memory (the memory tool). Save what will still matter in later "
     "conversations: who the user is, their preferences and corrections, their setup, ongoing "
-    "projects. Skip one-off details and anything easy to look up again. Saved entries appear "
-    "in these instructions at the start of every conversation, so keep them short; changes "
-    "you make now take effect from the next conversation."
+    "projects. Skip one-off details and anything easy to look up again. What you save belongs "
+    "to the person you are talking with, or in a shared thread to that thread, and reappears "
+    "only in their later conversations; in a shared thread everyone in it will see it, so keep "
+    "one person's private matters out. Keep entries short; changes you make now take effect "
+    "from the next conversation."
 )
 SESSION_SEARCH_GUIDANCE: Final = (
     "When the user mentions something from an earlier conversation, or earlier context would "
@@ -81,7 +90,7 @@ class PromptInputs:
     """The tools offered this session (guidance is written only for tools that exist)."""
     system_message: str | None = None
     memory: MemorySnapshot | None = None
-    """The memory snapshot taken at session start; None when memory is off."""
+    """The memory snapshot taken at session start (``MemoryBank.snapshot``); None when memory is off."""
     skills_dir: Path | None = None
     workdir: Path | None = None
     """Where project context files are looked for; None: no project context."""
@@ -122,8 +131,7 @@ def build_system_prompt(inputs: PromptInputs) -> SystemPrompt:
         identity,
         tool_guidance(inputs.tool_names),
         inputs.system_message or "",
-        memory.memory,
-        memory.user,
+        frame_memory(memory.text),
         render_skills_index(skills, open_tool=open_tool),
         render_project_context(context_files),
         session_line(inputs.started_at, inputs.session_id),

@@ -12,7 +12,7 @@ from agent.caching import cache_policy
 from agent.core import Agent, AgentSettings
 from agent.providers.base import Provider
 from agent.providers.router import ModelRouter, ModelTarget
-from agent.tools import SearchFunction
+from agent.tools import ScopedSearchFunction
 from agent.usage import Price, PriceTable
 from config.loader import LoadedConfig
 
@@ -48,7 +48,7 @@ def build_routers(loaded: LoadedConfig) -> tuple[ModelRouter, ModelRouter]:
     return ModelRouter([main, *fallbacks]), summary
 
 
-def build_agent(loaded: LoadedConfig, *, search: SearchFunction | None = None) -> Agent:
+def build_agent(loaded: LoadedConfig, *, search: ScopedSearchFunction | None = None) -> Agent:
     s = loaded.settings
     router, summary_router = build_routers(loaded)
     prices = PriceTable({name: Price(p.input, p.output, p.cache_read, p.cache_write) for name, p in s.model.prices.items()})

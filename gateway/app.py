@@ -3,7 +3,8 @@
 :class:`Gateway` wires the parts together and owns the order in which they
 start and stop.
 
-Start: build the agent; remember the inbox events a previous run left
+Start: build the agent; move aside the global memory files of earlier versions
+(``gateway.memory_scope.move_global_memory``); remember the inbox events a previous run left
 unfinished; start the adapters (one failing never stops the others); send
 what the outbox still holds; queue the unfinished events in arrival order;
 then let new messages through.
@@ -34,6 +35,7 @@ from gateway.events import InboundMessage
 from gateway.health import HealthServer
 from gateway.intake import Intake
 from gateway.lanes import Lanes
+from gateway.memory_scope import move_global_memory
 from gateway.metrics import Metrics
 from gateway.pairing import Pairing
 from gateway.redaction import redactor
@@ -112,7 +114,7 @@ class Gateway:
         pairing = Pairing(store)
         commands = CommandHandlers(
             store=store, conversations=self.conversations, lanes=self.lanes, delivery=self.delivery,
-            access=access, pairing=pairing, clock=clock,
+            access=access, pairing=pairing, memories=agent.memories, clock=clock,
         )  # fmt: skip
         self.intake = Intake(
             store=store, access=access, pairing=pairing, lanes=self.lanes, commands=commands, delivery=self.delivery,
@@ -136,6 +138,7 @@ class Gateway:
 
     async def start(self) -> int:
         """Start everything; returns how many adapters run."""
+        await asyncio.to_thread(move_global_memory, self._agent.memories.root, self._clock)
         await self._health.start()
         unfinished = await self._store.inbox_unfinished()
         running = 0

@@ -7,12 +7,14 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from agent.memory_scopes import MemoryBank
 from gateway.access import AccessControl
 from gateway.commands import HELP_TEXT, Command
 from gateway.conversations import Conversations
 from gateway.delivery import Delivery
 from gateway.events import InboundMessage
 from gateway.lanes import Lanes
+from gateway.memory_commands import MemoryCommands
 from gateway.pairing import Pairing
 from gateway.session_key import SessionKey
 from storage import Store
@@ -30,6 +32,7 @@ class CommandHandlers:
         delivery: Delivery,
         access: AccessControl,
         pairing: Pairing,
+        memories: MemoryBank,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
@@ -39,6 +42,7 @@ class CommandHandlers:
         self._access = access
         self._pairing = pairing
         self._clock = clock
+        memory = MemoryCommands(memories, conversations, lanes, clock)
         self._handlers: dict[str, Callable[[Command, InboundMessage, SessionKey], Awaitable[str]]] = {
             "help": self._help,
             "new": self._new,
@@ -46,6 +50,8 @@ class CommandHandlers:
             "status": self._status,
             "usage": self._usage,
             "compress": self._compress,
+            "memory": memory.show,
+            "forget": memory.forget,
             "whoami": self._whoami,
         }
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 _COMMAND = re.compile(r"^/([A-Za-z][A-Za-z0-9_]{0,31})(?:@([A-Za-z0-9_]+))?(?=\s|$)(.*)$", re.DOTALL)
 
 ALIASES = {"reset": "new", "start": "help", "compact": "compress"}
-KNOWN = ("help", "new", "stop", "status", "usage", "compress", "whoami")
+KNOWN = ("help", "new", "stop", "status", "usage", "compress", "memory", "forget", "whoami")
 
 HELP_TEXT = """\
 Commands:
@@ -22,6 +22,8 @@ Commands:
 /status - this conversation: id, age, messages, tokens, cache use, model
 /usage - tokens and cost for this conversation and today
 /compress [focus] - summarise older messages now, optionally keeping a topic in focus
+/memory - what I keep about you (in a DM), or about this shared thread
+/forget - delete what I keep about you; /forget here: this shared thread's notes
 /whoami - your ids and whether you can talk to me
 /help - this list"""
 

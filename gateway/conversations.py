@@ -6,6 +6,12 @@ at ``daily_hour`` each day; ``/new`` ends it on request. A new session gets
 its system prompt built once and stored; afterwards that stored snapshot is
 used byte for byte, also after a restart.
 
+The prompt holds a snapshot of the session's memory (:mod:`gateway.memory_scope`),
+so a session also ends, at its next message, when that snapshot must not be shown
+any more: ``forgotten`` when its memory was deleted (``/forget``) after it started,
+``memory_scope`` when an earlier version built it with the one global memory that
+everyone shared, or stored a DM without its user.
+
 Each open session has an :class:`agent.core.AgentSession` (compressor state,
 cache-TTL advisor) and its history as the agent's messages; for the most
 recently used sessions both are kept, so a turn converts only the messages
@@ -25,9 +31,11 @@ from dataclasses import dataclass
 import structlog
 
 from agent.core import Agent, AgentSession
+from agent.memory_scopes import holds_legacy_memory
 from agent.messages import ChatMessage
 from config.models import SessionsConfig
 from gateway.convert import to_chat, to_new
+from gateway.memory_scope import scope_for_key, scope_for_record
 from gateway.session_key import SessionKey
 from storage import MessageRecord, SessionRecord, Store
 from storage.ids import new_session_id
@@ -88,7 +96,7 @@ class Conversations:
         reason = None
         if record is not None:
             records = await self._store.load_messages(record.id, last_seq=record.message_count)
-            reason = self.expired(record, records)
+            reason = self.expired(record, records) or self.memory_outdated(record)
             if reason is None:
                 return self._conversation(record, records)
             await self.end(record, reason)
@@ -99,7 +107,9 @@ class Conversations:
         now = self._clock()
         session_id = new_session_id(now)
         started = dt.datetime.fromtimestamp(now, tz=dt.timezone.utc)
-        prompt = await self._agent.build_prompt(session_id=session_id, platform=key.platform, started_at=started)
+        prompt = await self._agent.build_prompt(
+            session_id=session_id, platform=key.platform, started_at=started, memory=scope_for_key(key)
+        )
         for notice in prompt.notices:
             log.warning("prompt.notice", session=session_id, notice=notice)
         record = await self._store.create_session(
@@ -144,7 +154,9 @@ class Conversations:
         session = self._agents.get(record.id)
         if session is None:
             user_times = [r.created_at for r in records if r.role == "user"]
-            session = self._agent.open_session(session_id=record.id, platform=record.platform, user_times=user_times)
+            session = self._agent.open_session(
+                session_id=record.id, platform=record.platform, memory=scope_for_record(record), user_times=user_times
+            )
             self._agents[record.id] = session
             while len(self._agents) > MAX_CACHED_AGENT_SESSIONS:
                 self._agents.popitem(last=False)
@@ -161,6 +173,16 @@ class Conversations:
         if policy == "idle":
             return "idle" if now - last >= self._settings.idle_minutes * 60 else None
         return "daily" if last < _last_rollover(now, self._settings.daily_hour) else None
+
+    def memory_outdated(self, record: SessionRecord) -> str | None:
+        """Why the memory frozen into the session's prompt must not be shown any more, or None."""
+        scope = scope_for_record(record)
+        if scope is None or holds_legacy_memory(record.system_prompt or ""):
+            return "memory_scope"
+        forgotten = self._agent.memories.forgotten_at(scope)
+        if forgotten is not None and record.started_at < forgotten:
+            return "forgotten"
+        return None
 
     def _conversation(
         self, record: SessionRecord, records: list[MessageRecord], *, reset_reason: str | None = None

@@ -17,12 +17,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 import structlog
 
 from adapters.base import Adapter, AdapterError
+from agent.memory_scopes import MemoryScope
 from config.loader import LoadedConfig
 from config.plan import build_plan
 from gateway.access import AccessPolicy
 from gateway.adapter_loader import load_adapters
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
+from gateway.memory_scope import search_owner
 from storage import Store
 
 log = structlog.get_logger("gateway")
@@ -122,11 +124,12 @@ def settle_heap() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def search_function(store: Store) -> Callable[[str, int], Awaitable[list[dict[str, object]]]]:
-    """The agent's session_search tool, backed by the store's full-text search."""
+def search_function(store: Store) -> Callable[[str, int, MemoryScope], Awaitable[list[dict[str, object]]]]:
+    """The agent's session_search tool, backed by the store's full-text search over the sessions of one
+    person or shared conversation (the scope its session's memory has too)."""
 
-    async def search(query: str, limit: int) -> list[dict[str, object]]:
-        hits = await store.search(query, limit=limit)
+    async def search(query: str, limit: int, scope: MemoryScope) -> list[dict[str, object]]:
+        hits = await store.search(query, limit=limit, owner=search_owner(scope))
         return [
             {"session_id": h.session_id, "role": h.role, "snippet": h.snippet, "platform": h.platform,
              "date": time.strftime("%Y-%m-%d %H:%M", time.localtime(h.created_at)), "title": h.session_title}

@@ -17,6 +17,11 @@ Slack thread                   ``slack:group:<channel>:thread:<ts>``
 Threads and topics are shared by everyone in them (a thread is one
 conversation); outside threads each user in a group gets their own session,
 so one person's context never leaks into another's.
+
+A session that is one person's (a DM, a per-user group session) carries that
+person's id in ``user_id``; it becomes part of the key's text only in groups
+(a DM chat is one person's already), and it decides whose memory the session
+uses (:mod:`gateway.memory_scope`).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ class SessionKey:
     chat_id: str
     thread_id: str | None = None
     user_id: str | None = None
-    """Set only for per-user sessions in groups."""
+    """The person a DM or a per-user group session belongs to; None for a shared session."""
     _text: str = field(init=False, repr=False, compare=False)
     """The key as text, made once: a turn uses it several times (``ChatType.value`` is slow to read)."""
 
@@ -41,7 +46,7 @@ class SessionKey:
         parts = [self.platform, self.chat_type.value, self.chat_id]
         if self.thread_id is not None:
             parts += ["thread", self.thread_id]
-        if self.user_id is not None:
+        if self.user_id is not None and self.chat_type is not ChatType.DM:
             parts += ["user", self.user_id]
         object.__setattr__(self, "_text", ":".join(parts))
 
@@ -56,13 +61,11 @@ class SessionKey:
 
 
 def session_key_for(message: InboundMessage, *, group_per_user: bool = True) -> SessionKey:
-    per_user = (
-        group_per_user and message.chat_type is not ChatType.DM and message.thread_id is None
-    )
+    personal = message.chat_type is ChatType.DM or (group_per_user and message.thread_id is None)
     return SessionKey(
         platform=message.platform,
         chat_type=message.chat_type,
         chat_id=message.chat_id,
         thread_id=message.thread_id,
-        user_id=message.user_id if per_user else None,
+        user_id=message.user_id if personal else None,
     )

@@ -482,5 +482,11 @@ def overlay(batch: Sequence[InboundMessage], conversation: Conversation, *, shar
         notes.append("[The previous conversation ended after a long pause; this one starts without its history.]")
     elif conversation.reset_reason == "daily":
         notes.append("[Conversations start afresh every day; this one starts without yesterday's history.]")
+    elif conversation.reset_reason == "forgotten":
+        notes.append("[What you had saved about this person or conversation was deleted on request (/forget); "
+                     "this conversation starts afresh.]")
+    elif conversation.reset_reason == "memory_scope":
+        notes.append("[Saved memory is now kept per person; this conversation starts afresh without the earlier "
+                     "history.]")
     return combine_ephemeral(*notes)
 

@@ -34,6 +34,7 @@ from storage.records import (
 )
 from storage.retry import RetryPolicy
 from storage.schema import LATEST as SCHEMA_VERSION
+from storage.search import SearchOwner
 from storage.sessions import Usage
 from storage.store import Store
 from storage.writer import MergePolicy
@@ -56,6 +57,7 @@ __all__ = [
     "SchemaError",
     "SchemaTooNewError",
     "SearchHit",
+    "SearchOwner",
     "SessionNotFoundError",
     "SessionRecord",
     "StorageError",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from typing import Any, Final
 
 import aiosqlite
@@ -28,7 +29,7 @@ from storage.query import Needle, ParsedQuery, parse_query
 from storage.records import SearchHit, tool_calls_from_json
 from storage.words import words_containing
 
-__all__ = ["HIGHLIGHT", "MAX_HITS", "search", "snippet"]
+__all__ = ["HIGHLIGHT", "MAX_HITS", "SearchOwner", "search", "snippet"]
 
 HIGHLIGHT: Final = ("«", "»")
 _ELLIPSIS: Final = "…"
@@ -50,32 +51,55 @@ _SEARCH: Final = f"""
     FROM hit JOIN messages AS m ON m.id = hit.id JOIN sessions AS s ON s.id = m.session_id
     ORDER BY hit.rank
 """
-_SEARCH_PLATFORM: Final = f"""
+_SEARCH_SESSIONS: Final = f"""
     WITH hit AS (
         SELECT f.rowid AS id, f.rank AS rank
         FROM messages_fts AS f JOIN messages AS m ON m.id = f.rowid JOIN sessions AS s ON s.id = m.session_id
-        WHERE f.messages_fts MATCH ? AND s.platform = ? ORDER BY f.rank LIMIT ?
+        WHERE f.messages_fts MATCH ? AND {{sessions}} ORDER BY f.rank LIMIT ?
     )
     SELECT {_HIT_COLUMNS}
     FROM hit JOIN messages AS m ON m.id = hit.id JOIN sessions AS s ON s.id = m.session_id
     ORDER BY hit.rank
 """
+_SEARCH_PLATFORM: Final = _SEARCH_SESSIONS.format(sessions="s.platform = ?")
+_SEARCH_PERSON: Final = _SEARCH_SESSIONS.format(sessions="s.platform = ? AND s.user_id = ?")
+_SEARCH_CONVERSATION: Final = _SEARCH_SESSIONS.format(
+    sessions="s.platform = ? AND s.user_id IS NULL AND s.chat_id = ? AND s.thread_id IS ?"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOwner:
+    """Whose sessions a search may read: one person's (``user_id``: their DMs and per-user group
+    sessions) or, without ``user_id``, one shared conversation's (``chat_id``, and ``thread_id``
+    for a thread). The agent's session_search tool always searches with one."""
+
+    platform: str
+    user_id: str | None = None
+    chat_id: str | None = None
+    thread_id: str | None = None
 
 
 async def search(
-    conn: aiosqlite.Connection, *, query: str, limit: int = 20, platform: str | None = None
+    conn: aiosqlite.Connection,
+    *,
+    query: str,
+    limit: int = 20,
+    platform: str | None = None,
+    owner: SearchOwner | None = None,
 ) -> list[SearchHit]:
+    """``platform``: only that platform's sessions; ``owner``: only one person's or conversation's."""
     parsed = parse_query(query)
     if not parsed.expression or limit <= 0:
         return []
     limit = min(limit, MAX_HITS)
-    rows = await _ranked(conn, parsed, limit, platform)
+    rows = await _ranked(conn, parsed, limit, platform, owner)
     if len(rows) < limit and parsed.substrings:
         words = {term: await words_containing(conn, term) for term in parsed.substrings}
         if any(found != [term] and found for term, found in words.items()):
             parsed = parsed.expanded(words)
             seen = {row[1] for row in rows}
-            more = await _ranked(conn, parsed, limit, platform)
+            more = await _ranked(conn, parsed, limit, platform, owner)
             rows = [*rows, *(row for row in more if row[1] not in seen)][:limit]
     return [
         SearchHit(
@@ -92,10 +116,21 @@ async def search(
     ]
 
 
-async def _ranked(conn: aiosqlite.Connection, parsed: ParsedQuery, limit: int, platform: str | None) -> list[Any]:
-    if platform is None:
-        return list(await conn.execute_fetchall(_SEARCH, (parsed.expression, limit)))
-    return list(await conn.execute_fetchall(_SEARCH_PLATFORM, (parsed.expression, platform, limit)))
+async def _ranked(
+    conn: aiosqlite.Connection, parsed: ParsedQuery, limit: int, platform: str | None, owner: SearchOwner | None
+) -> list[Any]:
+    if owner is not None:
+        if owner.user_id is not None:
+            sql, where = _SEARCH_PERSON, (owner.platform, owner.user_id)
+        else:
+            sql, where = _SEARCH_CONVERSATION, (owner.platform, owner.chat_id, owner.thread_id)
+        if platform is not None and platform != owner.platform:
+            return []
+    elif platform is not None:
+        sql, where = _SEARCH_PLATFORM, (platform,)
+    else:
+        sql, where = _SEARCH, ()
+    return list(await conn.execute_fetchall(sql, (parsed.expression, *where, limit)))
 
 
 def _readable_calls(tool_calls_json: str | None) -> str | None:

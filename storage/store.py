@@ -395,13 +395,16 @@ class Store:
 
     # -- search ----------------------------------------------------------------------------------
 
-    async def search(self, query: str, *, limit: int = 20, platform: str | None = None) -> list[SearchHit]:
+    async def search(
+        self, query: str, *, limit: int = 20, platform: str | None = None, owner: search.SearchOwner | None = None
+    ) -> list[SearchHit]:
         """Full-text search over message text, tool names and tool-call arguments, best match first.
 
         Terms of 3 or more letters also match inside longer words ("ploy" finds "redeployment") when the
         words as typed find fewer than ``limit`` messages; 1-2 letter terms match whole words (or ``prefix*``).
+        ``owner`` keeps it to one person's or one shared conversation's sessions.
         """
-        return await self._read(partial(search.search, query=query, limit=limit, platform=platform))
+        return await self._read(partial(search.search, query=query, limit=limit, platform=platform, owner=owner))
 
     async def index_words(self, *, slices: int | None = None) -> int:
         """Bring the substring-search vocabulary up to date now (the background indexer does this anyway).

@@ -7,12 +7,13 @@ Adding a tool takes one module: a :class:`Tool` subclass, listed in
 from __future__ import annotations
 
 from agent.tools.memory_tool import MemoryTool
-from agent.tools.registry import BoundTools, SearchFunction, Tool, ToolContext, ToolRegistry
+from agent.tools.registry import BoundTools, ScopedSearchFunction, SearchFunction, Tool, ToolContext, ToolRegistry
 from agent.tools.session_search import SessionSearchTool
 
 __all__ = [
     "BoundTools",
     "MemoryTool",
+    "ScopedSearchFunction",
     "SearchFunction",
     "SessionSearchTool",
     "Tool",

@@ -1,4 +1,8 @@
-"""The ``memory`` tool: add, replace or remove entries in MEMORY.md and USER.md."""
+"""The ``memory`` tool: add, replace or remove entries in the session's MEMORY.md and USER.md.
+
+The gateway picks the folder (one person's or one shared conversation's, see
+:mod:`agent.memory_scopes`); the tool has no way to name another one or the shared layer.
+"""
 
 from __future__ import annotations
 
@@ -10,18 +14,19 @@ from agent.memory import MemoryResult, MemoryStore, MemoryTarget
 from agent.tools.registry import Tool, ToolContext
 
 DESCRIPTION: Final = (
-    "Keep durable facts across conversations. target 'user' is the profile of the person you "
-    "talk to (name, preferences, how they like answers); target 'memory' is your own notes "
-    "(their setup, ongoing projects, lessons learned). action 'add' saves content as a new "
-    "entry; 'replace' swaps the entry containing old_text for content; 'remove' deletes the "
-    "entry containing old_text. Both files are small and capped: keep entries short and "
-    "factual, and when a file is full, merge or remove entries before adding. Changes are "
-    "saved at once and appear in your instructions from the next conversation."
+    "Keep durable facts across conversations with the person you talk to (in a shared thread: "
+    "with that thread). target 'user' is their profile (name, preferences, how they like "
+    "answers); target 'memory' is your own notes (their setup, ongoing projects, lessons "
+    "learned). action 'add' saves content as a new entry; 'replace' swaps the entry containing "
+    "old_text for content; 'remove' deletes the entry containing old_text. Both files are small "
+    "and capped: keep entries short and factual, and when a file is full, merge or remove "
+    "entries before adding. The operator's shared notes cannot be changed here. Changes are "
+    "saved at once and appear in saved memory from the next conversation."
 )
 
 
 class MemoryTool(Tool):
-    """Edits the memory store in :attr:`ToolContext.memory`."""
+    """Edits the session's memory store, :attr:`ToolContext.memory`."""
 
     name: ClassVar[str] = "memory"
     description: ClassVar[str] = DESCRIPTION
@@ -43,7 +48,7 @@ class MemoryTool(Tool):
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
         store = context.memory
         if store is None:
-            return "error: memory is turned off for this agent"
+            return "error: memory is turned off for this conversation"
         action, target = arguments["action"], MemoryTarget(arguments["target"])
         content, old_text = arguments.get("content", ""), arguments.get("old_text", "")
         if action in ("add", "replace") and not content.strip():

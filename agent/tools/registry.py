@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Final
 import structlog
 
 from agent.memory import MemoryStore
+from agent.memory_scopes import MemoryScope
 from agent.messages import ToolCall
 from agent.providers.base import ToolSpec
 
@@ -35,6 +36,9 @@ log = structlog.get_logger("agent.tools")
 
 SearchFunction = Callable[[str, int], Awaitable[list[dict[str, Any]]]]
 """``(query, limit) -> hits``; each hit has ``session_id``, ``role``, ``snippet`` and ``date``."""
+ScopedSearchFunction = Callable[[str, int, MemoryScope], Awaitable[list[dict[str, Any]]]]
+"""``(query, limit, scope) -> hits`` from the past conversations of ``scope`` only (one person's, or one
+shared conversation's); the agent binds each session's scope to make its :data:`SearchFunction`."""
 
 TOOL_NAME: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _JSON_TYPES: Final[Mapping[str, tuple[type, ...]]] = {
@@ -54,9 +58,11 @@ class ToolContext:
     session_id: str
     platform: str
     memory: MemoryStore | None = None
-    """The home's memory files; None when memory is turned off."""
+    """The session's own memory folder (its person's or shared conversation's); None when memory is
+    off. The operator's shared layer is never here: the model cannot write it."""
     search: SearchFunction | None = None
-    """Full-text search over past sessions; None when the gateway offers none."""
+    """Full-text search over the past sessions of this session's person or shared conversation; None
+    when the gateway offers none."""
 
 
 class Tool(abc.ABC):

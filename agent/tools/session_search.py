@@ -1,7 +1,9 @@
 """The ``session_search`` tool: full-text search over earlier conversations.
 
 The search itself belongs to the gateway's storage; it arrives as
-:attr:`ToolContext.search`, an async ``(query, limit) -> hits`` function.
+:attr:`ToolContext.search`, an async ``(query, limit) -> hits`` function that
+reads only the past conversations of the session's person (or, in a shared
+thread, of that thread): one user never finds another's messages.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ MAX_LIMIT: Final = 20
 SNIPPET_MAX: Final = 400
 
 DESCRIPTION: Final = (
-    "Search the messages of earlier conversations with this user by keywords. Use it when the "
+    "Search the messages of earlier conversations with this person (in a shared thread: of this "
+    "thread) by keywords. Use it when the "
     "user refers to something discussed before, or when past context would help, instead of "
     "asking them to repeat it. Returns matching snippets with their date and session."
 )

@@ -6,7 +6,8 @@
 A backup is a directory ``switchboard-backup-<UTC time>`` made inside DIR:
 
     state.db        the database as of one commit (SQLite's online backup API), integrity-checked
-    memories/       MEMORY.md and USER.md, copied under the memory lock
+    memories/       every memory folder (shared/, users/..., chats/..., threads/..., legacy-...),
+                    each copied under its memory lock
     SOUL.md         the agent's identity, if the home has one
     config.yaml     the configuration, if the home has one
     MANIFEST.json   what was written, with sizes and SHA-256 digests
@@ -41,6 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agent.memory import LOCK_FILE, make_private_dirs
 from config.errors import ConfigError
 from config.inline_secrets import MaskedConfig, mask_inline_secrets
 from config.loader import LoadedConfig
@@ -54,7 +56,8 @@ EXIT_FAILED = 1
 MANIFEST = "MANIFEST.json"
 PREFIX = "switchboard-backup-"
 KEPT = ".before-restore"
-MEMORY_LOCK = ".lock"  # the lock file agent.memory.MemoryStore takes for every write
+MEMORY_LOCK = LOCK_FILE  # the lock file agent.memory.MemoryStore takes for every write
+LISTED_MEMORY_FILES = 5  # a gateway with many users has a memory folder for each: name a few
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -110,7 +113,9 @@ def _fill(loaded: LoadedConfig, target: Path) -> list[str]:
     check = backup_database(loaded.db_path, target / "state.db")
     lines = [f"state.db      {check.size:,} bytes, schema version {check.schema_version}, integrity ok"]
     copied = _copy_memories(loaded.memories_dir, target / "memories")
-    names = f" ({', '.join(copied)})" if copied else ""
+    shown = ", ".join(copied[:LISTED_MEMORY_FILES]) + (f", and {len(copied) - LISTED_MEMORY_FILES:,} more"
+                                                     if len(copied) > LISTED_MEMORY_FILES else "")  # fmt: skip
+    names = f" ({shown})" if copied else ""
     lines.append(f"memories/     {_files_count(len(copied))}{names}")
     if loaded.soul_path.is_file():
         _copy_private(loaded.soul_path, target / "SOUL.md")
@@ -148,14 +153,32 @@ def _config_lines(masked: MaskedConfig, size: int) -> list[str]:
 
 
 def _copy_memories(source: Path, target: Path) -> list[str]:
+    """Copy every folder's files (one folder per person, conversation and layer); their relative paths.
+
+    Each folder is copied under its own lock, so its MEMORY.md and USER.md are of one moment.
+    Dot files (the lock, temporary files) are left out.
+    """
     target.mkdir(mode=0o700)
     if not source.is_dir():
         return []
-    with _shared_lock(source / MEMORY_LOCK):
-        names = sorted(p.name for p in source.iterdir() if p.is_file() and not p.name.startswith("."))
-        for name in names:
-            _copy_private(source / name, target / name)
-    return names
+    folders = [source, *sorted(p for p in source.rglob("*") if p.is_dir() and not _hidden(p.relative_to(source)))]
+    copied: list[str] = []
+    for folder in folders:
+        relative = folder.relative_to(source)
+        with _shared_lock(folder / MEMORY_LOCK):
+            names = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+            if names:
+                make_private_dirs(target / relative)
+            for name in names:
+                _copy_private(folder / name, target / relative / name)
+                copied.append((relative / name).as_posix())
+    return copied
+
+
+def _hidden(relative: Path) -> bool:
+    return any(part.startswith(".") for part in relative.parts)
+
+
 
 
 @contextlib.contextmanager
@@ -230,9 +253,11 @@ def _restore_path(backup: Path, live: Path) -> str:
         note = f"; the previous {'ones are in' if backup.is_dir() else 'one is'} {_kept(live).name}"
     if backup.is_dir():
         live.mkdir(mode=0o700)
-        for item in sorted(backup.iterdir()):
-            _copy_private(item, live / item.name)
-        return f"{label} {_files_count(sum(1 for _ in backup.iterdir()))} restored{note}"
+        files = sorted(p.relative_to(backup) for p in backup.rglob("*") if p.is_file())
+        for relative in files:
+            make_private_dirs(live / relative.parent)
+            _copy_private(backup / relative, live / relative)
+        return f"{label} {_files_count(len(files))} restored{note}"
     _copy_private(backup, live)
     return f"{label} restored{note}"
 

@@ -79,15 +79,17 @@ def disk_check(loaded: LoadedConfig) -> Check:
 
 
 def _private_paths(loaded: LoadedConfig) -> list[Path]:
-    """The home, everything directly in it and in memories/ and logs/, the database and config wherever they are."""
+    """The home, everything directly in it and in logs/, everything under memories/ (a folder per person
+    and conversation), the database and config wherever they are."""
     home = loaded.home
     candidates = [home, *sorted(home.iterdir())]
     candidates += [Path(f"{loaded.db_path}{suffix}") for suffix in ("", "-wal", "-shm")]
     if loaded.config_path is not None:
         candidates.append(loaded.config_path)
-    for directory in (loaded.memories_dir, loaded.log_path.parent):
-        if directory.is_dir():
-            candidates += sorted(directory.iterdir())
+    if loaded.memories_dir.is_dir():
+        candidates += sorted(loaded.memories_dir.rglob("*"))
+    if loaded.log_path.parent.is_dir():
+        candidates += sorted(loaded.log_path.parent.iterdir())
     return list(dict.fromkeys(path for path in candidates if path.exists()))
 
 

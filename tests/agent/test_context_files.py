@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from agent.context_files import (
-    CONTEXT_HEADER,
     discover_context_files,
     discover_skills,
     find_git_root,
@@ -15,6 +14,7 @@ from agent.context_files import (
     render_skills_index,
     strip_front_matter,
 )
+from agent.data_framing import PROJECT_INTRO
 
 ALL_KINDS = {
     ".switchboard.md": "switchboard rules",
@@ -161,7 +161,7 @@ def test_render_puts_each_file_under_its_name(repo: Path) -> None:
     _write(repo / ".cursorrules", "general")
     _write(repo / ".cursor" / "rules" / "a.mdc", "rule a")
     text = render_project_context(discover_context_files(repo))
-    assert text == f"{CONTEXT_HEADER}\n\n## .cursorrules\n\ngeneral\n\n## .cursor/rules/a.mdc\n\nrule a"
+    assert text == f"{PROJECT_INTRO}\n\n<project-files>\n## .cursorrules\n\ngeneral\n\n## .cursor/rules/a.mdc\n\nrule a\n</project-files>"
     assert render_project_context([]) == ""
 
 

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from agent.identity import DEFAULT_SOUL, SOUL_FILE, load_identity, seed_soul
-from agent.memory import MemoryStore, MemoryTarget
+from agent.data_framing import MEMORY_INTRO, PROJECT_INTRO
+from agent.memory import MemoryTarget
+from agent.memory_scopes import MemoryBank, MemoryScope
 from agent.platform_hints import PLATFORM_HINTS, platform_hint
 from agent.prompt import (
     MEMORY_GUIDANCE,
@@ -22,6 +24,7 @@ from agent.prompt import (
 )
 
 STARTED = dt.datetime(2026, 3, 30, 14, 30, 12, tzinfo=dt.timezone(dt.timedelta(hours=-7)))
+ALICE = MemoryScope.person("telegram", "42")
 
 
 @pytest.fixture
@@ -60,21 +63,26 @@ def _inputs(home: Path, **overrides: object) -> PromptInputs:
 
 
 def test_layers_appear_in_the_seed_order(home: Path, workdir: Path, skills: Path) -> None:
-    store = MemoryStore(home / "memories")
-    store.add(MemoryTarget.MEMORY, "Uses nvim")
-    store.add(MemoryTarget.USER, "Name: Alice")
+    bank = MemoryBank(home / "memories")
+    bank.store(ALICE).add(MemoryTarget.MEMORY, "Uses nvim")
+    bank.store(ALICE).add(MemoryTarget.USER, "Name: Alice")
+    (home / "memories" / "shared").mkdir()
+    (home / "memories" / "shared" / "MEMORY.md").write_text("The office closes at six.\n", encoding="utf-8")
     prompt = build_system_prompt(
-        _inputs(home, system_message="Answer in French.", memory=store.snapshot(), skills_dir=skills, workdir=workdir)
+        _inputs(home, system_message="Answer in French.", memory=bank.snapshot(ALICE), skills_dir=skills, workdir=workdir)
     )
     markers = [
         "You are Switchboard",
         "# Working with tools",
         "Answer in French.",
-        "MEMORY (notes you keep for yourself)",
-        "USER PROFILE (what you know about the user)",
+        MEMORY_INTRO,
+        "<saved-memory>\nSHARED NOTES (from the operator",
+        "The office closes at six.",
+        "NOTES (yours, from conversations with this person) — 9/2,200 chars\nUses nvim",
+        "PROFILE (what you know about this person) — 11/1,375 chars\nName: Alice\n</saved-memory>",
         "# Skills",
-        "# Project context",
-        "## AGENTS.md\n\nRun make lint before committing.",
+        PROJECT_INTRO,
+        "<project-files>\n## AGENTS.md\n\nRun make lint before committing.\n</project-files>",
         "Session started: Monday, 2026-03-30 14:30 UTC-07:00\nSession ID: abc123",
         PLATFORM_HINTS["telegram"],
     ]
@@ -84,23 +92,23 @@ def test_layers_appear_in_the_seed_order(home: Path, workdir: Path, skills: Path
 
 
 def test_two_builds_of_the_same_session_are_byte_identical(home: Path, workdir: Path, skills: Path) -> None:
-    store = MemoryStore(home / "memories")
-    store.add(MemoryTarget.USER, "Name: Alice")
-    inputs = _inputs(home, memory=store.snapshot(), workdir=workdir, skills_dir=skills, system_message="Hi")
+    bank = MemoryBank(home / "memories")
+    bank.store(ALICE).add(MemoryTarget.USER, "Name: Alice")
+    inputs = _inputs(home, memory=bank.snapshot(ALICE), workdir=workdir, skills_dir=skills, system_message="Hi")
     first, second = build_system_prompt(inputs), build_system_prompt(inputs)
     assert first.text.encode() == second.text.encode()
     assert first.fingerprint == second.fingerprint
 
 
 def test_a_memory_write_mid_session_leaves_the_frozen_prompt_alone(home: Path) -> None:
-    store = MemoryStore(home / "memories")
-    store.add(MemoryTarget.MEMORY, "Uses nvim")
-    inputs = _inputs(home, memory=store.snapshot())
+    bank = MemoryBank(home / "memories")
+    bank.store(ALICE).add(MemoryTarget.MEMORY, "Uses nvim")
+    inputs = _inputs(home, memory=bank.snapshot(ALICE))
     frozen = build_system_prompt(inputs)
-    assert store.add(MemoryTarget.MEMORY, "Switched to helix").ok
+    assert bank.store(ALICE).add(MemoryTarget.MEMORY, "Switched to helix").ok
     assert build_system_prompt(inputs).text.encode() == frozen.text.encode()
     assert "helix" not in frozen.text
-    next_session = build_system_prompt(_inputs(home, memory=store.snapshot()))
+    next_session = build_system_prompt(_inputs(home, memory=bank.snapshot(ALICE)))
     assert "helix" in next_session.text
 
 
@@ -169,8 +177,8 @@ def test_guidance_follows_the_tools_on_offer(home: Path) -> None:
 
 
 def test_empty_memory_and_missing_layers_leave_no_blocks(home: Path) -> None:
-    prompt = build_system_prompt(_inputs(home, memory=MemoryStore(home / "memories").snapshot()))
-    assert "MEMORY (" not in prompt.text and "USER PROFILE" not in prompt.text
+    prompt = build_system_prompt(_inputs(home, memory=MemoryBank(home / "memories").snapshot(ALICE)))
+    assert "saved-memory" not in prompt.text and "# Saved memory" not in prompt.text
     assert "# Skills" not in prompt.text and "# Project context" not in prompt.text
     assert "\n\n\n" not in prompt.text
 

@@ -7,7 +7,8 @@ import json
 import stat
 from pathlib import Path
 
-from agent.memory import MemoryStore, MemoryTarget
+from agent.memory import MemoryTarget
+from agent.memory_scopes import MemoryBank, MemoryScope
 from config.home import ensure_home
 from config.loader import example_config_text
 from storage import SCHEMA_VERSION, Store
@@ -15,9 +16,15 @@ from tests.gateway.processes import switchboard
 from tests.storage.test_backup import Writer, seqs
 
 
+ALICE = MemoryScope.person("telegram", "42")
+
+
 def make_home(home: Path) -> None:
     ensure_home(home, config_template=example_config_text())
-    MemoryStore(home / "memories").add(MemoryTarget.USER, "Prefers short answers.")
+    MemoryBank(home / "memories").store(ALICE).add(MemoryTarget.USER, "Prefers short answers.")
+    (home / "memories" / "shared").mkdir(mode=0o700)
+    (home / "memories" / "shared" / "MEMORY.md").write_text("Support hours are 9 to 5.\n", encoding="utf-8")
+    (home / "memories" / "shared" / "MEMORY.md").chmod(0o600)
     (home / "SOUL.md").write_text("You are terse.\n", encoding="utf-8")
     (home / "SOUL.md").chmod(0o600)
 
@@ -38,7 +45,7 @@ def test_backup_while_writing_then_restore_round_trip(tmp_path: Path) -> None:
         assert made.name.startswith("switchboard-backup-")
         assert f"Backed up {home} to {made}:" in done.stdout
         assert f"state.db      {(made / 'state.db').stat().st_size:,} bytes, schema version {SCHEMA_VERSION}, integrity ok" in done.stdout
-        assert "memories/     1 file (USER.md)" in done.stdout
+        assert "memories/     2 files (shared/MEMORY.md, users/telegram/42/USER.md)" in done.stdout
         assert "Not included: .env" in done.stdout
 
         refused = switchboard("restore", str(made), home=home)
@@ -49,17 +56,22 @@ def test_backup_while_writing_then_restore_round_trip(tmp_path: Path) -> None:
     finally:
         writer.stop()
 
-    assert modes(made) == {".": 0o700, "state.db": 0o600, "memories": 0o700, "memories/USER.md": 0o600,
-                           "SOUL.md": 0o600, "config.yaml": 0o600, "MANIFEST.json": 0o600}  # fmt: skip
+    memories = {"memories": 0o700, "memories/shared": 0o700, "memories/shared/MEMORY.md": 0o600, "memories/users": 0o700,
+                "memories/users/telegram": 0o700, "memories/users/telegram/42": 0o700,
+                "memories/users/telegram/42/USER.md": 0o600}  # fmt: skip
+    assert modes(made) == {".": 0o700, "state.db": 0o600, **memories, "SOUL.md": 0o600, "config.yaml": 0o600,
+                           "MANIFEST.json": 0o600}  # fmt: skip
     manifest = json.loads((made / "MANIFEST.json").read_text())
     assert manifest["schema_version"] == SCHEMA_VERSION
-    assert sorted(manifest["files"]) == ["SOUL.md", "config.yaml", "memories/USER.md", "state.db"]
+    assert sorted(manifest["files"]) == [
+        "SOUL.md", "config.yaml", "memories/shared/MEMORY.md", "memories/users/telegram/42/USER.md", "state.db",
+    ]  # fmt: skip
 
     backed_up = seqs(made / "state.db")
     assert backed_up == list(range(1, len(backed_up) + 1))
     newer = len(seqs(home / "state.db"))
     (home / "SOUL.md").write_text("You are verbose.\n", encoding="utf-8")
-    MemoryStore(home / "memories").add(MemoryTarget.MEMORY, "Written after the backup.")
+    MemoryBank(home / "memories").store(ALICE).add(MemoryTarget.MEMORY, "Written after the backup.")
 
     done = switchboard("restore", str(made), home=home)
     assert done.returncode == 0, done.stderr
@@ -68,8 +80,10 @@ def test_backup_while_writing_then_restore_round_trip(tmp_path: Path) -> None:
     assert len(seqs(home / "state.db.before-restore")) == newer
     assert (home / "SOUL.md").read_text() == "You are terse.\n"
     assert (home / "SOUL.md.before-restore").read_text() == "You are verbose.\n"
-    assert sorted(p.name for p in (home / "memories").iterdir()) == ["USER.md"]
-    assert (home / "memories.before-restore" / "MEMORY.md").exists()
+    restored = {k: v for k, v in modes(home).items() if k.startswith("memories/") or k == "memories"}
+    assert restored == memories
+    assert (home / "memories" / "users" / "telegram" / "42" / "USER.md").read_text() == "Prefers short answers.\n"
+    assert (home / "memories.before-restore" / "users" / "telegram" / "42" / "MEMORY.md").exists()
     assert asyncio.run(count_messages(home / "state.db")) == len(backed_up), "the gateway's Store opens the restored file"
 
 

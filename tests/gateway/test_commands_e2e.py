@@ -18,6 +18,7 @@ async def test_help_status_usage(start_gateway: GatewayFactory, model_server: Mo
     await running.adapter.inject("/help@loopbot")
     (help_reply,) = await running.adapter.wait_sent(1)
     assert "/new" in help_reply.text and "/compress" in help_reply.text
+    assert "/memory - " in help_reply.text and "/forget - " in help_reply.text
     await running.adapter.inject("/status")
     await running.adapter.wait_sent(2)
     assert running.adapter.texts()[-1].startswith("No conversation yet")

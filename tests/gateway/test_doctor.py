@@ -20,6 +20,8 @@ import pytest
 import pytest_asyncio
 import yaml
 
+from agent.memory import MemoryTarget
+from agent.memory_scopes import MemoryBank, MemoryScope
 from config.home import ensure_home
 from config.loader import example_config_text
 from storage import NewMessage, Store
@@ -156,6 +158,15 @@ async def test_a_home_others_can_read_fails_with_the_chmod_to_run(doctor: Doctor
     assert lines["home"].startswith("FAIL  home")
     assert f"{doctor.home}/ (0755)" in lines["home"] and ".env (0644)" in lines["home"]
     assert f"Fix: chmod 700 {doctor.home} && chmod -R go-rwx {doctor.home}" in lines["home"]
+
+
+async def test_a_readable_file_in_a_persons_memory_folder_fails_the_home_check(doctor: Doctor) -> None:
+    store = MemoryBank(doctor.home / "memories").store(MemoryScope.person("telegram", "42"))
+    assert store.add(MemoryTarget.USER, "Name: Ada").ok  # makes users/, users/telegram/ and users/telegram/42/
+    os.chmod(store.path(MemoryTarget.USER), 0o644)
+    status, lines, _ = await doctor.run("--offline")
+    assert status == 1
+    assert "group or others can access memories/users/telegram/42/USER.md (0644)." in lines["home"]
 
 
 async def test_a_damaged_database_fails_with_restore_advice(doctor: Doctor) -> None:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from agent.memory_scopes import MemoryScope
 from gateway.access import AccessControl, AccessPolicy, Verdict
 from gateway.commands import parse_command
 from gateway.events import ChatType, InboundMessage
+from gateway.memory_scope import scope_for_key, scope_for_record
 from gateway.session_key import session_key_for
+from storage import SessionRecord
 
 
 def message(**fields: object) -> InboundMessage:
@@ -31,6 +36,34 @@ def message(**fields: object) -> InboundMessage:
 )
 def test_session_keys(fields: dict[str, object], per_user: bool, expected: str) -> None:
     assert str(session_key_for(message(**fields), group_per_user=per_user)) == expected
+
+
+@pytest.mark.parametrize(
+    ("fields", "per_user", "folder"),
+    [
+        ({}, True, "users/telegram/7"),
+        ({"chat_type": ChatType.GROUP}, True, "users/telegram/7"),
+        ({"chat_type": ChatType.GROUP}, False, "chats/telegram/100"),
+        ({"chat_type": ChatType.GROUP, "thread_id": "5"}, True, "threads/telegram/100/5"),
+        ({"platform": "slack", "chat_id": "D1", "thread_id": "1700.1"}, True, "users/slack/7"),
+        ({"platform": "discord", "chat_type": ChatType.DM, "chat_id": "d9", "user_id": "../../x"}, True,
+         "users/discord/%2E.%2F..%2Fx"),
+    ],
+)  # fmt: skip
+def test_whose_memory_a_session_uses(fields: dict[str, object], per_user: bool, folder: str) -> None:
+    key = session_key_for(message(**fields), group_per_user=per_user)
+    assert scope_for_key(key).folder.as_posix() == folder
+
+
+def test_a_dm_stored_without_its_user_has_no_memory_scope() -> None:
+    record = SessionRecord(
+        id="s", session_key="telegram:dm:100", platform="telegram", chat_id="100", chat_type="dm", thread_id=None,
+        user_id=None, title=None, model=None, system_prompt=None, parent_session_id=None, started_at=0.0,
+        ended_at=None, end_reason=None, message_count=0, input_tokens=0, output_tokens=0, cache_read_tokens=0,
+        cache_write_tokens=0, last_prompt_tokens=0, cost_usd=0.0,
+    )  # fmt: skip
+    assert scope_for_record(record) is None
+    assert scope_for_record(dataclasses.replace(record, user_id="7")) == MemoryScope.person("telegram", "7")
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage import NewMessage, SearchHit, Store
+from storage import NewMessage, SearchHit, SearchOwner, Store
 from storage.search import HIGHLIGHT
 from tests.storage.conftest import new_session
 
@@ -177,6 +177,27 @@ async def test_platform_filter_and_limit(store: Store, corpus: dict[str, int]) -
     assert await store.search("deploy*", platform="discord") == []
     assert len(await store.search("deploy*", limit=2)) == 2
     assert await store.search("deploy*", limit=0) == []
+
+
+async def test_an_owner_keeps_the_search_to_one_persons_or_one_conversations_sessions(store: Store) -> None:
+    alice_dm = await new_session(store, "telegram:dm:1", chat_id="1", chat_type="dm", user_id="alice")
+    alice_group = await new_session(store, "telegram:group:g:user:alice", chat_id="g", user_id="alice")
+    bob_dm = await new_session(store, "telegram:dm:2", chat_id="2", chat_type="dm", user_id="bob")
+    thread = await new_session(store, "telegram:group:g:thread:7", chat_id="g", thread_id="7")
+    whole_group = await new_session(store, "telegram:group:g", chat_id="g")
+    for session in (alice_dm, alice_group, bob_dm, thread, whole_group):
+        await store.append_messages(session.id, [NewMessage("user", f"the locker code, said in {session.session_key}")])
+
+    def sessions(hits: list[SearchHit]) -> set[str]:
+        return {hit.session_id for hit in hits}
+
+    alice = SearchOwner("telegram", user_id="alice")
+    assert sessions(await store.search("locker", owner=alice)) == {alice_dm.id, alice_group.id}
+    assert sessions(await store.search("locker", owner=SearchOwner("telegram", chat_id="g", thread_id="7"))) == {thread.id}
+    assert sessions(await store.search("locker", owner=SearchOwner("telegram", chat_id="g"))) == {whole_group.id}
+    assert await store.search("locker", owner=SearchOwner("slack", user_id="alice")) == []
+    assert await store.search("locker", owner=alice, platform="slack") == []
+    assert len(await store.search("locker")) == 5  # the operator's search (switchboard sessions search) sees all
 
 
 async def test_hits_are_ranked_best_first(store: Store) -> None:
