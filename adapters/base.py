@@ -79,9 +79,9 @@ def log_rejected(logger: Any, event: str, error: BaseException, **ids: object) -
     Bad data (a missing key, a wrong type or value) needs no traceback; anything
     else may be a bug in the adapter and gets one, which shows code, not the event.
     """
-    bad_data = isinstance(error, ValueError | TypeError | LookupError)
-    logger.warning(event, reason=rejection_reason(error), exc_info=None if bad_data else error,
-                   hint="skipped; the events after it are handled as usual", **ids)  # fmt: skip
+    if not isinstance(error, ValueError | TypeError | LookupError):
+        ids["exc_info"] = error
+    logger.warning(event, reason=rejection_reason(error), hint="skipped; the events after it are handled as usual", **ids)
 
 
 class AdapterError(Exception):
