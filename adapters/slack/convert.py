@@ -147,6 +147,7 @@ def _message(
     if _is_own(event, bot):
         return Skip("the bot's own message")
     ts, channel = _text(event, "ts"), _text(event, "channel")
+    _text(event, "thread_ts")  # the thread's id when there is one: text too
     if not ts or not channel:
         raise Malformed("the event has no channel or no ts")
     if not _TS.fullmatch(ts):

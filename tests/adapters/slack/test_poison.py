@@ -36,6 +36,7 @@ def malformed_events() -> list[dict[str, Any]]:
         message(DM, None, SECRET_WORDS),
         odd_user,
         message(DM, STRANGER, [SECRET_WORDS]),  # type: ignore[arg-type]
+        message(DM, STRANGER, SECRET_WORDS, thread_ts={"ts": "1.1"}),
         message(DM, STRANGER, SECRET_WORDS, subtype="file_share", files=7),
         message(DM, STRANGER, SECRET_WORDS, subtype="file_share", files=[{"id": "F1", "name": {"x": 1}}]),
     ]
