@@ -1,7 +1,7 @@
 """The discord.py client: its gateway events, handed to the supervisor and the adapter.
 
 discord.py parses each gateway event inside its receive loop, and an error
-there (a MESSAGE_CREATE without an author, a field of an unexpected type)
+there (a MESSAGE_CREATE whose author is no object or whose id is no number)
 ends the connection: the supervisor would rebuild the client, and whatever
 arrived meanwhile would be lost, once per such event. So every event but
 READY and RESUMED (without which the session itself is broken) is parsed
