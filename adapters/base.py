@@ -81,7 +81,8 @@ def log_rejected(logger: Any, event: str, error: BaseException, **ids: object) -
     """
     if not isinstance(error, ValueError | TypeError | LookupError):
         ids["exc_info"] = error
-    logger.warning(event, reason=rejection_reason(error), hint="skipped; the events after it are handled as usual", **ids)
+    logger.warning(event, reason=rejection_reason(error), hint="skipped; the events after it are handled as usual",
+                   **ids)  # fmt: skip
 
 
 class AdapterError(Exception):

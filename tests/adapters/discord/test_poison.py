@@ -72,7 +72,9 @@ async def test_a_message_the_adapter_cannot_convert_is_skipped_with_a_reason(
         (sent,) = await emulator.wait_sent(1)
     assert str(sent.reference["message_id"]) == after["id"]
     rejected = [entry for entry in logs if entry["event"] == "discord.message.rejected"]
-    assert [(entry["message_id"], entry["user"]) for entry in rejected] == [(odd_type["id"], STRANGER), (no_author["id"], "")]
+    assert [(entry["message_id"], entry["user"]) for entry in rejected] == [
+        (odd_type["id"], STRANGER), (no_author["id"], ""),
+    ]  # fmt: skip
     assert all(entry["reason"] for entry in rejected) and "secret words" not in str(rejected)
 
 
@@ -83,7 +85,8 @@ async def test_half_a_surrogate_pair_in_a_file_name_embed_or_name_is_stored_and_
     assert emulator.gateway is not None
     emulator.world.user(ALICE)["global_name"] = f"Alice {HALF}"
     attachment = payloads.attachment(f"cat{HALF}.png", content_type="image/png")
-    embed = {"type": "rich", "title": f"an embed {HALF}", "description": HALF, "fields": [{"name": HALF, "value": HALF}]}
+    embed = {"type": "rich", "title": f"an embed {HALF}", "description": HALF,
+             "fields": [{"name": HALF, "value": HALF}]}  # fmt: skip
     data = direct_message(emulator, ALICE, content="look at this", attachments=[attachment], embeds=[embed])
     await emulator.gateway.dispatch("MESSAGE_CREATE", data)
     (sent,) = await emulator.wait_sent(1)
