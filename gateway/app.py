@@ -43,7 +43,7 @@ from gateway.slots import AgentSlots
 from gateway.tasks import TaskTracker
 from gateway.turns import TurnRunner
 from gateway.version import version
-from storage import Store
+from storage import InboxRecord, Store
 
 log = structlog.get_logger("gateway")
 
@@ -148,7 +148,7 @@ class Gateway:
         # Old chunks go out in the background, each chat on its own (a platform that is down holds
         # up nobody else); every chat's lock is held first, so a new reply queues behind them.
         await self.delivery.resume(spawn=self._tasks.spawn)
-        await self.intake.replay([InboundMessage.from_dict(record.payload) for record in unfinished])
+        await self.intake.replay(await self._replayable(unfinished))
         self.intake.open()
         self._housekeeping = asyncio.create_task(self._keep_house(), name="housekeeping")
         log.info(
@@ -157,6 +157,21 @@ class Gateway:
             loop=type(asyncio.get_running_loop()).__module__.split(".")[0],
         )  # fmt: skip
         return running
+
+    async def _replayable(self, unfinished: Sequence[InboxRecord]) -> list[InboundMessage]:
+        """The inbox rows left over from before the restart, as messages; a row that no longer reads as one
+        (stored by an older version that let a wrong type through) is logged, marked done and left out,
+        so it cannot stop every start."""
+        messages: list[InboundMessage] = []
+        for record in unfinished:
+            try:
+                messages.append(InboundMessage.from_dict(record.payload))
+            except (KeyError, TypeError, ValueError) as error:
+                log.warning("inbound.replay_rejected", platform=record.platform, event_id=record.event_id,
+                            reason=f"{type(error).__name__}: {error}"[:300],
+                            hint="this stored message is not answered; everything else is")  # fmt: skip
+                await self._store.inbox_mark_done(record.platform, record.event_id)
+        return messages
 
     async def _start_adapter(self, adapter: Adapter) -> bool:
         try:

@@ -4,14 +4,43 @@ Adapters turn platform updates into :class:`InboundMessage` and send
 :class:`OutboundMessage`; nothing above the adapters sees a platform
 library's types. These are plain values: frozen, comparable, and convertible
 to and from JSON (the gateway's durable inbox stores them).
+
+An inbound message is storable by construction: every text field of it and of
+its attachments goes through :func:`storable_text` (half of a UTF-16 pair
+becomes U+FFFD), and a field of the wrong type is refused with a ``TypeError``
+naming it. So no adapter can hand the inbox a message that fails to encode,
+whichever field of a platform's event the bad text came from.
 """
 
 from __future__ import annotations
 
+import math
+import re
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
-from typing import Any
+from operator import attrgetter
+from typing import Any, Final
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(value: object, name: str) -> str:
+    """``value`` as text every store can encode: a ``str`` with any half of a UTF-16 pair replaced by U+FFFD.
+
+    Such a half cannot be written as UTF-8, so SQLite (and any JSON written with
+    ``ensure_ascii=False``) refuses the whole record. Platforms send valid UTF-8,
+    but a JSON ``\\ud83d`` escape (a bridge, a client cutting an emoji in two) decodes
+    to one. Anything that is not text raises ``TypeError`` naming the field ``name``.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be text, not {type(value).__name__}")
+    return value if value.isascii() else _LONE_SURROGATE.sub("\ufffd", value)
 
 
 class ChatType(StrEnum):
@@ -41,6 +70,10 @@ class Attachment:
     ref: str | None = None
     """Where the platform keeps it (a file id or URL)."""
 
+    def __post_init__(self) -> None:
+        _make_storable(self, "Attachment", _ATTACHMENT_TEXT)
+        _check_type(self, "Attachment", "size", int, optional=True)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InboundMessage:
@@ -67,6 +100,39 @@ class InboundMessage:
     from_bot: bool = False
     timestamp: float = field(default_factory=time.time)
 
+    def __post_init__(self) -> None:
+        # The common case is a few calls into C: ASCII text everywhere, every other field of its type.
+        stamp = self.timestamp
+        if (
+            _all_ascii(_REQUIRED_TEXT(self))
+            and _all_ascii(text for text in _OPTIONAL_TEXT(self) if text is not None)
+            and self.chat_type.__class__ is ChatType
+            and self.mentioned.__class__ is bool
+            and self.from_bot.__class__ is bool
+            and self.attachments.__class__ is tuple
+            and (stamp.__class__ is float or stamp.__class__ is int)
+            and math.isfinite(stamp)
+            and all(item.__class__ is Attachment for item in self.attachments)
+        ):
+            return
+        self._repair_or_refuse()
+
+    def _repair_or_refuse(self) -> None:
+        _make_storable(self, "InboundMessage", _INBOUND_TEXT)
+        _check_type(self, "InboundMessage", "chat_type", ChatType)
+        _check_type(self, "InboundMessage", "mentioned", bool)
+        _check_type(self, "InboundMessage", "from_bot", bool)
+        if self.attachments.__class__ is not tuple:
+            raise TypeError(f"InboundMessage.attachments must be a tuple, not {type(self.attachments).__name__}")
+        for item in self.attachments:
+            if not isinstance(item, Attachment):
+                raise TypeError(f"InboundMessage.attachments must hold Attachment values, not {type(item).__name__}")
+        stamp = self.timestamp
+        if isinstance(stamp, bool) or not isinstance(stamp, int | float):
+            raise TypeError(f"InboundMessage.timestamp must be a number of seconds, not {type(stamp).__name__}")
+        if not math.isfinite(stamp):
+            raise ValueError(f"InboundMessage.timestamp must be a finite number of seconds, not {stamp}")
+
     def to_dict(self) -> dict[str, Any]:
         # Field by field: dataclasses.asdict deep-copies every value, and this runs per message.
         data = {name: getattr(self, name) for name in _INBOUND_FIELDS}
@@ -83,6 +149,49 @@ class InboundMessage:
 
 
 _INBOUND_FIELDS = tuple(f.name for f in fields(InboundMessage))
+_INBOUND_TEXT: Final = (
+    ("platform", False), ("event_id", False), ("chat_id", False), ("user_id", False), ("text", False),
+    ("user_name", False), ("message_id", True), ("thread_id", True), ("server_id", True),
+)  # fmt: skip
+"""Every text field of an inbound message, and whether it may be None."""
+_REQUIRED_TEXT: Final = attrgetter(*(name for name, optional in _INBOUND_TEXT if not optional))
+_OPTIONAL_TEXT: Final = attrgetter(*(name for name, optional in _INBOUND_TEXT if optional))
+_ATTACHMENT_TEXT: Final = (("kind", False), ("name", True), ("mime_type", True), ("ref", True))
+
+
+def _all_ascii(texts: Iterable[object]) -> bool:
+    """Whether every one is ASCII text (``str.isascii`` is a flag lookup): nothing to repair or refuse."""
+    try:
+        return all(map(str.isascii, texts))  # type: ignore[arg-type]
+    except TypeError:  # something that is not text: the slow path names it
+        return False
+
+
+def _make_storable(value: object, kind: str, text_fields: tuple[tuple[str, bool], ...]) -> None:
+    """Pass every text field of a frozen ``value`` through :func:`storable_text`; log the fields it repaired."""
+    repaired: list[str] = []
+    for name, optional in text_fields:
+        text = getattr(value, name)
+        if text.__class__ is str and text.isascii():
+            continue  # the common case (ids, most names and texts): one check, nothing allocated
+        if text is None and optional:
+            continue
+        fixed = storable_text(text, f"{kind}.{name}")
+        if fixed != text:
+            repaired.append(name)
+        object.__setattr__(value, name, fixed)
+    if repaired:
+        log.warning("inbound.repaired_text", kind=kind, fields=",".join(repaired),
+                    event_id=getattr(value, "event_id", None), reason="lone UTF-16 surrogate replaced with U+FFFD")  # fmt: skip
+
+
+def _check_type(value: object, kind: str, name: str, expected: type, *, optional: bool = False) -> None:
+    found = getattr(value, name)
+    if optional and found is None:
+        return
+    # bool is an int subclass; a flag is no size and a size no flag.
+    if not isinstance(found, expected) or (expected is int and isinstance(found, bool)):
+        raise TypeError(f"{kind}.{name} must be {expected.__name__}, not {type(found).__name__}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,9 +18,7 @@ again, in arrival order, in :meth:`Intake.replay` before new ones are let throug
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 import structlog
 
@@ -86,8 +84,6 @@ class Intake:
 
     async def __call__(self, message: InboundMessage) -> None:
         """Accept one message from an adapter. Returns once it is durably recorded (or refused)."""
-        if not (message.text.isascii() and message.user_name.isascii()):
-            message = _without_lone_surrogates(message)
         key = session_key_for(message, group_per_user=self._group_per_user)
         if not await self._store.inbox_accept(message.platform, message.event_id, str(key), message.to_dict()):
             self._metrics.duplicates.inc(message.platform)
@@ -161,25 +157,6 @@ class Intake:
                      user=message.user_id)  # fmt: skip
         finally:
             await self._store.inbox_mark_done(message.platform, message.event_id)
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _without_lone_surrogates(message: InboundMessage) -> InboundMessage:
-    """The message with any half of a UTF-16 pair replaced by U+FFFD.
-
-    Such a character cannot be written as UTF-8, so SQLite refuses the text and
-    the message could be neither stored nor answered. Platforms send valid
-    UTF-8, but a bridge or a JSON ``\\ud83d`` escape can still produce one.
-    """
-    text = _LONE_SURROGATE.sub("\ufffd", message.text)
-    user_name = _LONE_SURROGATE.sub("\ufffd", message.user_name)
-    if text == message.text and user_name == message.user_name:
-        return message
-    log.warning("inbound.repaired_text", platform=message.platform, event_id=message.event_id,
-                reason="lone UTF-16 surrogate replaced with U+FFFD")  # fmt: skip
-    return replace(message, text=text, user_name=user_name)
 
 
 def _reason_label(reason: str) -> str:

@@ -18,7 +18,7 @@ from typing import Protocol
 import discord
 import structlog
 
-from adapters.base import Adapter, AdapterError, AdapterState, Capabilities, Intake
+from adapters.base import Adapter, AdapterError, AdapterState, Capabilities, Intake, log_rejected
 from adapters.discord import endpoints, preflight
 from adapters.discord.client import GatewayClient
 from adapters.discord.convert import to_inbound
@@ -155,7 +155,13 @@ class DiscordAdapter(Adapter):
     def message(self, client: discord.Client, message: discord.Message) -> None:
         if client.user is None or self._intake is None:
             return
-        inbound = to_inbound(message, client.user, allow_bots=self._settings.allow_bots)
+        try:
+            inbound = to_inbound(message, client.user, allow_bots=self._settings.allow_bots)
+        except Exception as error:  # noqa: BLE001 - a message that cannot be converted is skipped, not fatal
+            author = getattr(message, "author", None)  # discord.py leaves it unset when the event had none
+            log_rejected(log, "discord.message.rejected", error, message_id=str(message.id),
+                         channel=str(message.channel.id), user=str(getattr(author, "id", "")))  # fmt: skip
+            return
         if inbound is not None:
             self._note_inbound()
             self._inbox.put_nowait(inbound)

@@ -1,13 +1,28 @@
-"""The discord.py client: its gateway events, handed to the supervisor and the adapter."""
+"""The discord.py client: its gateway events, handed to the supervisor and the adapter.
+
+discord.py parses each gateway event inside its receive loop, and an error
+there (a MESSAGE_CREATE whose author is no object or whose id is no number)
+ends the connection: the supervisor would rebuild the client, and whatever
+arrived meanwhile would be lost, once per such event. So every event but
+READY and RESUMED (without which the session itself is broken) is parsed
+under a guard: one that fails is logged as ``discord.event.rejected`` with
+its ids and the reason, never its content, and skipped.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Final, Protocol
 
 import discord
 import structlog
 
+from adapters.base import log_rejected
+
 log = structlog.get_logger(__name__)
+
+UNGUARDED: Final = frozenset({"READY", "RESUMED"})
+"""Events whose failure must end the connection: a session that could not start is no session."""
 
 
 class ClientEvents(Protocol):
@@ -31,6 +46,11 @@ class GatewayClient(discord.Client):
             member_cache_flags=discord.MemberCacheFlags.none(),
         )
         self._events = events
+        # discord.py builds its parser table once per client and hands the same dict to every connection.
+        parsers = self._connection.parsers
+        for name, parse in list(parsers.items()):
+            if name not in UNGUARDED:
+                parsers[name] = _guarded(name, parse)
 
     async def on_connect(self) -> None:
         # READY arrived: the session is up. (on_ready waits for every server's GUILD_CREATE first.)
@@ -47,3 +67,27 @@ class GatewayClient(discord.Client):
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
         log.exception("discord.handler_failed", handler=event_method)
+
+
+def _guarded(name: str, parse: Callable[[Any], None]) -> Callable[[Any], None]:
+    def parse_or_reject(data: Any) -> None:
+        try:
+            parse(data)
+        except Exception as error:  # noqa: BLE001 - one unreadable event must not end the connection
+            log_rejected(log, "discord.event.rejected", error, type=name, **_ids_of(name, data))
+
+    return parse_or_reject
+
+
+def _ids_of(name: str, data: Any) -> dict[str, object]:
+    """The ids in an event's data that say which event it was (never its content)."""
+    if not isinstance(data, dict):
+        return {}
+    author = data.get("author")
+    found = {
+        "message_id" if name.startswith("MESSAGE") else "id": data.get("id"),
+        "channel": data.get("channel_id"),
+        "guild": data.get("guild_id"),
+        "user": author.get("id") if isinstance(author, dict) else None,
+    }
+    return {key: value for key, value in found.items() if isinstance(value, str | int)}

@@ -25,7 +25,13 @@ CONVERSATION_TYPES = frozenset({discord.MessageType.default, discord.MessageType
 
 
 def to_inbound(message: discord.Message, me: discord.abc.User, *, allow_bots: bool) -> InboundMessage | None:
-    """The gateway's view of ``message``, or None when the bot must not see it at all."""
+    """The gateway's view of ``message``, or None when the bot must not see it at all.
+
+    Raises ``ValueError`` or ``TypeError`` for a message that cannot be turned into one (no
+    author, a field of the wrong type); the adapter logs and skips it.
+    """
+    if getattr(message, "author", None) is None:  # discord.py leaves it unset when the event had none
+        raise ValueError("the message has no author")
     if message.author.id == me.id or message.type not in CONVERSATION_TYPES:
         return None
     guild_id = message.guild.id if message.guild is not None else getattr(message.channel, "guild_id", None)
@@ -84,5 +90,5 @@ def _attachment(item: discord.Attachment) -> Attachment:
 def _kind(content_type: str | None, item: discord.Attachment) -> str:
     if item.is_voice_message():
         return "voice"
-    major = (content_type or "").partition("/")[0]
+    major = content_type.partition("/")[0] if isinstance(content_type, str) else ""  # not text: Attachment refuses it
     return {"image": "photo", "audio": "audio", "video": "video"}.get(major, "document" if content_type else "file")

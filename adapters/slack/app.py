@@ -17,6 +17,10 @@ A channel thread reply without a mention (:class:`ThreadReply`) first needs
 the answer of :class:`ThreadMemory` (the bot takes part in the thread?), which
 may ask Slack; that lookup counts against the same budget as intake.
 
+An event that cannot be converted (see :class:`adapters.slack.convert.Malformed`)
+is logged as ``slack.event.rejected`` with its ids and the reason, never its
+text, and acknowledged: Slack would send it again and again otherwise.
+
 Before intake, the sender's display name is filled in from
 :class:`UserNames` (``users.info``, cached); that wait is bounded by the
 cache's own lookup timeout, also inside the ack budget, and a missing name
@@ -38,7 +42,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.base import Intake
+from adapters.base import Intake, log_rejected
 from adapters.slack.convert import Skip, ThreadReply, to_inbound
 from adapters.slack.identity import BotIdentity
 from adapters.slack.threads import ThreadMemory
@@ -88,7 +92,11 @@ class EventSink:
 
     async def __call__(self, body: dict[str, Any], request: AsyncBoltRequest) -> BoltResponse | None:
         fields = _fields(body, request.headers)
-        result = to_inbound(body, self._bot, every_message=self._every_message)
+        try:
+            result = to_inbound(body, self._bot, every_message=self._every_message)
+        except Exception as error:  # noqa: BLE001 - acknowledged: Slack sending it again would fail the same way
+            log_rejected(log, "slack.event.rejected", error, **fields)
+            return None
         if isinstance(result, Skip):
             log.debug("slack.event.ignored", reason=result.reason, **fields)
             return None

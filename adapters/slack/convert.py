@@ -30,6 +30,11 @@ reply also sent to the channel, ``thread_broadcast``, is a thread reply); the
 bot's own messages are skipped; other bots' DMs and mentions are passed on
 with ``from_bot`` so the gateway's access rules log and count them, while
 other bots' chatter in channel threads is skipped here.
+
+An event Slack would not send this way (no ``channel`` or ``ts``, a ``ts`` that
+is not a Slack timestamp, no ``user`` or ``bot_id``, a field that should be text
+and is not, ``files`` that is not a list) raises :class:`Malformed`; the event
+sink logs it and acknowledges it, since Slack sending it again would not help.
 """
 
 from __future__ import annotations
@@ -51,6 +56,13 @@ _THREAD_SUBTYPES: Final = frozenset({None, "file_share", "thread_broadcast"})
 """Channel message subtypes that can continue a thread conversation."""
 
 _ENTITIES: Final = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
+
+_TS: Final = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,9})?")
+"""A message ts: Unix seconds, a dot, a sequence number (``1700000000.000100``)."""
+
+
+class Malformed(ValueError):
+    """An event with a field missing or of the wrong type; the message says which (never its content)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,27 +146,43 @@ def _message(
 ) -> InboundMessage | Skip:
     if _is_own(event, bot):
         return Skip("the bot's own message")
-    ts = str(event.get("ts") or "")
-    channel = str(event.get("channel") or "")
+    ts, channel = _text(event, "ts"), _text(event, "channel")
+    _text(event, "thread_ts")  # the thread's id when there is one: text too
     if not ts or not channel:
-        return Skip("event without channel or ts")
-    raw_text = str(event.get("text") or "")
+        raise Malformed("the event has no channel or no ts")
+    if not _TS.fullmatch(ts):
+        raise Malformed("ts is not a Slack timestamp")
+    user_id = _text(event, "user") or _text(event, "bot_id")
+    if not user_id:
+        raise Malformed("the event has no user and no bot_id")
+    files = event.get("files") or ()
+    if not isinstance(files, list | tuple):
+        raise Malformed(f"files is {type(files).__name__}, not a list")
+    raw_text = _text(event, "text") or ""
     mention = _mention_pattern(bot.user_id)
     return InboundMessage(
         platform=PLATFORM,
         event_id=f"{channel}:{ts}",
         chat_id=channel,
         chat_type=chat_type,
-        user_id=str(event.get("user") or event.get("bot_id") or ""),
+        user_id=user_id,
         text=clean_text(raw_text, mention),
         message_id=ts,
         thread_id=str(thread_id) if thread_id else None,
         server_id=body.get("team_id") or event.get("team"),
-        attachments=tuple(_attachment(item) for item in event.get("files") or () if isinstance(item, Mapping)),
+        attachments=tuple(_attachment(item) for item in files if isinstance(item, Mapping)),
         mentioned=event.get("type") == "app_mention" or bool(mention.search(raw_text)),
         from_bot=bool(event.get("bot_id")) or event.get("subtype") == "bot_message",
         timestamp=float(ts),
     )
+
+
+def _text(event: Mapping[str, Any], key: str) -> str | None:
+    """A field that is text when present; anything else there makes the event :class:`Malformed`."""
+    value = event.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise Malformed(f"{key} is {type(value).__name__}, not text")
 
 
 def _is_own(event: Mapping[str, Any], bot: BotIdentity) -> bool:
@@ -189,5 +217,5 @@ def _attachment(item: Mapping[str, Any]) -> Attachment:
 
 
 def _kind(mime: str | None) -> str:
-    major = (mime or "").partition("/")[0]
+    major = mime.partition("/")[0] if isinstance(mime, str) else ""  # not text: Attachment refuses it
     return {"image": "photo", "audio": "audio", "video": "video"}.get(major, "document")

@@ -3,7 +3,11 @@
 The offset moves past an update only after the gateway's intake has stored
 it, so a crash at any point leaves Telegram holding every update not yet in
 the inbox (it sends them again; the inbox drops repeats). Nothing is dropped
-at start: updates that arrived while the gateway was down are answered.
+at start: updates that arrived while the gateway was down are answered. Each
+update of a batch is read on its own (:mod:`.updates`): one that cannot be
+read is logged as ``telegram.update.rejected`` and passed over, so it neither
+blocks the rest of its batch nor comes back; an update that could not be
+stored (the database is down) is fetched again, with a growing pause.
 
 Liveness is "a getUpdates call came back recently", not "the task exists".
 When none has for ``stall_timeout`` seconds (a hung connection, a dead
@@ -21,16 +25,16 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 from aiogram import Bot
 from aiogram.exceptions import ClientDecodeError, TelegramAPIError, TelegramConflictError, TelegramUnauthorizedError
-from aiogram.methods import GetUpdates
-from aiogram.types import Update
 
 from adapters.base import AdapterState, Intake
 
-from .convert import BotIdentity, to_inbound
+from .convert import BotIdentity
+from .updates import RawGetUpdates, read_update, update_id_of
 
 log = structlog.get_logger(__name__)
 
@@ -144,14 +148,16 @@ class Poller:
             updates = await self._get_updates(bot)
             if updates is None:
                 continue
-            for update in updates:
-                if not await self._hand_over(update):
+            for raw in updates:
+                if not await self._hand_over(raw, bot):
                     break
-                self.offset = update.update_id + 1
+                update_id = update_id_of(raw)
+                if update_id is not None:
+                    self.offset = update_id + 1
 
-    async def _get_updates(self, bot: Bot) -> list[Update] | None:
+    async def _get_updates(self, bot: Bot) -> list[Any] | None:
         timeout = self.settings.poll_timeout
-        method = GetUpdates(offset=self.offset, timeout=timeout, allowed_updates=ALLOWED_UPDATES)
+        method = RawGetUpdates(offset=self.offset, timeout=timeout, allowed_updates=ALLOWED_UPDATES)
         try:
             updates = await bot(method, request_timeout=timeout + 15)
         except TelegramConflictError as error:
@@ -167,26 +173,22 @@ class Poller:
         self._on_progress()
         return updates
 
-    async def _hand_over(self, update: Update) -> bool:
-        """Give one update to the intake; True once it is stored (or needs no storing)."""
-        try:
-            message = to_inbound(update, self._identity)
-        except Exception as error:  # noqa: BLE001 - one unreadable update must not block the rest forever
-            log.error("telegram.update.unreadable", update_id=update.update_id, error=str(error), exc_info=error,
-                      hint="the update is skipped; please report it with this log line")  # fmt: skip
-            return True
+    async def _hand_over(self, raw: Any, bot: Bot) -> bool:
+        """Give one raw update to the intake; True once it is stored (or needs no storing, or cannot be read)."""
+        update_id = update_id_of(raw)
+        message = read_update(raw, bot, self._identity)
         if message is None:
-            log.debug("telegram.update.skipped", update_id=update.update_id)
+            log.debug("telegram.update.skipped", update_id=update_id)
             return True
         try:
             await self._intake(message)
         except Exception as error:  # noqa: BLE001 - the update stays unconfirmed and is fetched again
             self._failures += 1
             delay = self.settings.backoff(self._failures)
-            log.error("telegram.intake.failed", update_id=update.update_id, error=str(error), retry_in_s=delay,
+            log.error("telegram.intake.failed", update_id=update_id, error=str(error), retry_in_s=delay,
                       exc_info=error)  # fmt: skip
             self._healthy = False
-            self._report(AdapterState.DEGRADED, f"could not store incoming update {update.update_id} ({error}); "
+            self._report(AdapterState.DEGRADED, f"could not store incoming update {update_id} ({error}); "
                          f"retrying in {delay:g} s")  # fmt: skip
             await asyncio.sleep(delay)
             return False
@@ -231,7 +233,7 @@ class Poller:
     async def _confirm(self, offset: int) -> None:
         bot = self._make_bot()
         try:
-            await asyncio.wait_for(bot(GetUpdates(offset=offset, timeout=0, limit=1), request_timeout=5), 6)
+            await asyncio.wait_for(bot(RawGetUpdates(offset=offset, timeout=0, limit=1), request_timeout=5), 6)
             self._confirmed = offset
         except (TelegramAPIError, ClientDecodeError, TimeoutError) as error:
             log.debug("telegram.polling.confirm_failed", offset=offset, error=str(error))

@@ -4,7 +4,10 @@ A request must carry the configured secret in ``X-Telegram-Bot-Api-Secret-Token`
 (Telegram sends what ``setWebhook(secret_token=...)`` registered); anything
 else gets 403 and a log line. An accepted update is answered 200 only after
 the gateway's intake stored it, so when storing fails Telegram delivers the
-update again later instead of losing it.
+update again later instead of losing it. An update that cannot be read (see
+:mod:`.updates`) is answered 200 after its ``telegram.update.rejected`` line:
+Telegram delivers a webhook's updates in order, so answering it with an error
+would hold back every update after it, and sending it again would not help.
 """
 
 from __future__ import annotations
@@ -14,14 +17,13 @@ from collections.abc import Callable
 
 import structlog
 from aiogram import Bot
-from aiogram.types import Update
 from aiohttp import web
-from pydantic import ValidationError
 
 from adapters.base import Intake
 from adapters.http_listener import HttpListener, ListenerLimits
 
-from .convert import BotIdentity, to_inbound
+from .convert import BotIdentity
+from .updates import read_update, update_id_of
 
 log = structlog.get_logger(__name__)
 
@@ -86,17 +88,17 @@ class WebhookServer:
             return web.Response(status=403, text="forbidden")
         self._on_reached()
         try:
-            update = Update.model_validate(await request.json(), context={"bot": self._bot})
-        except (ValueError, ValidationError) as error:
-            log.warning("telegram.webhook.bad_request", remote=request.remote, error=str(error)[:300])
+            raw = await request.json()
+        except ValueError as error:  # not JSON at all: cut short on the way, perhaps; a second delivery may do
+            log.warning("telegram.webhook.bad_request", remote=request.remote, error=str(error)[:200])
             return web.Response(status=400, text="not a Telegram update")
-        message = to_inbound(update, self._identity)
+        message = read_update(raw, self._bot, self._identity)
         if message is None:
             return web.Response(status=200)
         try:
             await self._intake(message)
         except Exception as error:  # noqa: BLE001 - a non-200 answer makes Telegram send the update again
-            log.error("telegram.intake.failed", update_id=update.update_id, error=str(error), exc_info=error,
+            log.error("telegram.intake.failed", update_id=update_id_of(raw), error=str(error), exc_info=error,
                       hint="Telegram will deliver this update again")  # fmt: skip
             return web.Response(status=503, text="try again")
         self._on_inbound()

@@ -208,6 +208,30 @@ async def test_messages_replayed_after_a_crash_pass_the_access_and_command_check
     assert [spoken(r.body["messages"][-1]["content"][0]["text"]) for r in model_server.requests] == ["what time is it?"]
 
 
+async def test_a_stored_message_that_no_longer_reads_is_skipped_at_start_and_the_others_are_answered(
+    start_gateway: GatewayFactory, model_server: ModelServer, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    good = InboundMessage(platform="loopback", event_id="before-2", chat_id="chat-friend", chat_type=ChatType.DM,
+                          user_id="friend", text="what time is it?")  # fmt: skip
+    # As an older version could store it: an attachment name that is an object, not text.
+    odd = {**good.to_dict(), "event_id": "before-1", "attachments": [{"kind": "file", "name": {"x": 1}}]}
+    store = await Store.open(home / "state.db")
+    for payload in (odd, good.to_dict()):
+        await store.inbox_accept("loopback", payload["event_id"], "loopback:dm:chat-friend", payload)
+    await store.close()
+    with capture_logs() as logs:
+        running = await start_gateway(policy=AccessPolicy(allowed_users=frozenset({"friend"})), home=home)
+        (reply,) = await running.adapter.wait_sent(1)
+    assert "what time is it?" in reply.text
+    [line] = [entry for entry in logs if entry["event"] == "inbound.replay_rejected"]
+    assert line["event_id"] == "before-1" and "Attachment.name must be text" in line["reason"]
+    async with asyncio.timeout(30):
+        while await running.store.inbox_unfinished():
+            await asyncio.sleep(0.02)
+
+
 async def test_a_message_with_half_an_emoji_is_stored_and_answered(
     start_gateway: GatewayFactory, model_server: ModelServer
 ) -> None:

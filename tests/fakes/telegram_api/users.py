@@ -74,6 +74,16 @@ class UserSide:
             self.changed.notify_all()
         return update
 
+    async def push_update(self, **fields: Any) -> dict[str, Any]:
+        """Queue an update of any shape under the next update id: a kind of update this emulator does not
+        build, or one whose fields Telegram might one day send differently. Returns the update."""
+        async with self.changed:
+            update = {"update_id": next(self._update_ids), **fields}
+            self.updates.append(update)
+            self.all_updates.append(update)
+            self.changed.notify_all()
+        return update
+
     async def send_photo(self, user: User, caption: str | None = None, *, chat: Chat | None = None) -> dict[str, Any]:
         return await self.say(user, chat=chat, caption=caption, extra={"photo": photo_sizes(f"photo-{user.id}")})
 
@@ -88,13 +98,8 @@ class UserSide:
 
     async def edit_user_message(self, update: dict[str, Any], text: str) -> dict[str, Any]:
         """The user edits a message they sent: Telegram sends an ``edited_message`` update."""
-        async with self.changed:
-            edited = {**update["message"], "text": text, "edit_date": update["message"]["date"] + 1}
-            new = {"update_id": next(self._update_ids), "edited_message": edited}
-            self.updates.append(new)
-            self.all_updates.append(new)
-            self.changed.notify_all()
-        return new
+        edited = {**update["message"], "text": text, "edit_date": update["message"]["date"] + 1}
+        return await self.push_update(edited_message=edited)
 
     # --- the same over HTTP, for an emulator in another process ------------------------------
     def add_control_routes(self, app: web.Application) -> None:
