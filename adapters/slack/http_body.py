@@ -14,8 +14,12 @@ checks first, in this order:
    or a body starting with ``{``) that is an object, or a form whose
    ``payload`` is one (a form without it is only Slack's ``ssl_check``); a
    string ``type``; and for ``event_callback`` an ``event`` object with a
-   ``type``. A signed body that fails this gets 400: Slack does not retry a
-   4xx, and the sender learns what was wrong.
+   ``type``. A signed body that fails this gets 400 with ``X-Slack-No-Retry: 1``
+   (Slack retries any answer but a 2xx unless told not to), and the sender
+   learns what was wrong.
+
+Socket Mode envelopes carry the same payloads, and :func:`payload_problem`
+checks them the same way (:mod:`adapters.slack.socket_mode`).
 
 Neither answer says anything about the body's content in the log.
 """
@@ -78,6 +82,11 @@ def _json(text: str) -> Any:
 def _object_problem(data: Any, what: str) -> str | None:
     if data is _NOT_JSON:
         return f"{what} is not valid JSON"
+    return payload_problem(data, what)
+
+
+def payload_problem(data: Any, what: str = "the payload") -> str | None:
+    """What makes a parsed Slack payload unreadable for Bolt, or None when Bolt can take it."""
     if not isinstance(data, dict):
         return f"{what} is a JSON {_JSON_KINDS.get(type(data), 'value')}, not an object"
     if not isinstance(data.get("type"), str):

@@ -2,7 +2,7 @@
 
 Every request's signature is checked, and one older than five minutes is
 rejected (401), before its body is parsed; a signed body that is not a Slack
-payload gets 400 (see :mod:`adapters.slack.http_body`). Bolt checks the
+payload gets 400, marked not to be retried (see :mod:`adapters.slack.http_body`). Bolt checks the
 signature again and answers ``url_verification`` challenges.
 """
 
@@ -18,6 +18,9 @@ from adapters.http_listener import HttpListener, ListenerLimits
 from adapters.slack import http_body
 
 log = structlog.get_logger(__name__)
+
+NO_RETRY = {"X-Slack-No-Retry": "1"}
+"""Slack sends a request again after any answer but a 2xx, unless the answer says not to."""
 
 
 class HttpReceiver:
@@ -63,11 +66,11 @@ class HttpReceiver:
         problem = http_body.problem(body, request.content_type)
         if problem is not None:
             log.warning("slack.http.rejected", reason=f"malformed body: {problem}", remote=request.remote)
-            return web.Response(status=400, text=f"malformed request: {problem}")
+            return web.Response(status=400, text=f"malformed request: {problem}", headers=NO_RETRY)
         try:
             bolt_request = await to_bolt_request(request)
         except Exception as error:  # noqa: BLE001 - Bolt reads ids out of the body before any listener runs
             log.warning("slack.http.rejected", reason=f"malformed body: Bolt cannot read it ({type(error).__name__})",
                         remote=request.remote)  # fmt: skip
-            return web.Response(status=400, text="malformed request: a field has an unexpected type")
+            return web.Response(status=400, text="malformed request: a field has an unexpected type", headers=NO_RETRY)
         return await to_aiohttp_response(await self._app.async_dispatch(bolt_request))

@@ -2,25 +2,58 @@
 
 slack-sdk's client reconnects by itself; :meth:`SocketReceiver.connected`
 tells /health whether a session is up right now.
+
+An envelope whose payload slack-bolt itself cannot read (an ``event`` that is
+no object, a ``type`` or ``team_id`` of the wrong kind: Bolt builds its context
+from them before any listener runs, and fails; checked first with the HTTP
+endpoint's :func:`~adapters.slack.http_body.payload_problem`) is acknowledged and logged as
+``slack.event.rejected``: Slack would send it again and again, and it would
+fail the same way each time. Anything a listener answers stays as Bolt decides
+(no ack while intake is stopped or failed, so Slack delivers it again).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Final
 
 import structlog
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app, send_async_response
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.socket_mode.aiohttp import SocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.base import AdapterError
+from adapters.base import AdapterError, log_rejected
+from adapters.slack.http_body import payload_problem
 from adapters.slack.sending import startup_error
 
 log = structlog.get_logger(__name__)
 
 CONNECT_WAIT: Final = 15.0
 """Seconds start() waits for the first WebSocket session before reporting the adapter degraded."""
+
+
+class _Handler(AsyncSocketModeHandler):
+    """Bolt's Socket Mode handler, acknowledging what Bolt cannot read instead of leaving it to come back."""
+
+    async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
+        start = time.time()
+        problem = payload_problem(req.payload) if req.type == "events_api" else None
+        try:
+            if problem is not None:
+                raise ValueError(f"malformed payload: {problem}")
+            response = await run_async_bolt_app(self.app, req)
+        except Exception as error:  # noqa: BLE001 - the same payload would fail the same way every time
+            payload = req.payload if isinstance(req.payload, dict) else {}
+            log_rejected(log, "slack.event.rejected", error, envelope_id=req.envelope_id, type=req.type,
+                         event_id=str(payload.get("event_id") or ""))  # fmt: skip
+            await client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
+            return
+        await send_async_response(client, req, response, start)
 
 
 class SocketReceiver:
@@ -40,7 +73,7 @@ class SocketReceiver:
         except Exception as error:  # noqa: BLE001 - translated into an error that names the setting
             raise startup_error("apps.connections.open", "platforms.slack.app_token (xapp-…, connections:write)",
                                 error) from error  # fmt: skip
-        handler = AsyncSocketModeHandler(self._app, app_token=self._app_token, web_client=self._client)
+        handler = _Handler(self._app, app_token=self._app_token, web_client=self._client)
         handler.client.wss_uri = response["url"]
         self._handler = handler
         self._connecting = asyncio.create_task(handler.connect_async(), name="slack-socket-connect")

@@ -49,6 +49,7 @@ async def test_a_signed_malformed_body_gets_400_and_the_next_event_is_answered(
         answer = await post_signed_body(slack.url, body, SIGNING_SECRET, content_type=content_type)
     assert answer.status == 400, answer.text
     assert "malformed" in answer.text
+    assert answer.no_retry  # Slack retries any answer but a 2xx unless told not to
     [rejected] = [entry for entry in logs if entry["event"] == "slack.http.rejected"]
     assert rejected["reason"].startswith("malformed body")
     assert (await post_signed(slack.url, message(DM, ALICE, "still here"), SIGNING_SECRET)).status == 200

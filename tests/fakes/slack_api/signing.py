@@ -22,6 +22,8 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
 class Answer:
     status: int
     text: str
+    no_retry: bool = False
+    """The answer carries ``X-Slack-No-Retry: 1``: Slack would not send the request again."""
 
     def json(self) -> Any:
         return json.loads(self.text)
@@ -66,4 +68,4 @@ async def post_signed_body(
         headers["X-Slack-Retry-Num"] = str(retry_num)
         headers["X-Slack-Retry-Reason"] = retry_reason
     async with aiohttp.ClientSession() as session, session.post(url, data=body, headers=headers) as response:
-        return Answer(response.status, await response.text())
+        return Answer(response.status, await response.text(), response.headers.get("X-Slack-No-Retry") == "1")
