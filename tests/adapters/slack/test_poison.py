@@ -79,23 +79,6 @@ async def test_http_mode_acknowledges_malformed_events_and_answers_the_next(
     check_rejected(logs, poison)
 
 
-async def test_socket_mode_acknowledges_malformed_events_and_answers_the_next(
-    start_slack: SlackFactory, model_server: ModelServer
-) -> None:
-    slack = await start_slack("socket")
-    await slack.api.wait_connections(1)
-    poison = malformed_events()
-    with capture_logs() as logs:
-        envelopes = [await slack.api.push_event(payload) for payload in [*poison, half_pairs()]]
-        await slack.api.wait_posts(1)
-        envelopes.append(await slack.api.push_event(message(DM, ALICE, "the next one")))
-        for envelope_id in envelopes:
-            await slack.api.wait_acked(envelope_id)
-        await slack.api.wait_posts(2)
-    check_answers(slack.api.posts, model_server)
-    check_rejected(logs, poison)
-
-
 def unreadable_for_bolt() -> list[dict[str, Any]]:
     """Events slack-bolt itself cannot read (it builds its context from them before any listener runs)."""
     not_an_object = message(DM, STRANGER, SECRET_WORDS)
@@ -109,19 +92,18 @@ def unreadable_for_bolt() -> list[dict[str, Any]]:
     return [not_an_object, odd_type, odd_team, odd_channel]
 
 
-async def test_socket_mode_acknowledges_events_bolt_cannot_read_and_answers_the_next(
+async def test_socket_mode_acknowledges_malformed_events_and_answers_the_next(
     start_slack: SlackFactory, model_server: ModelServer
 ) -> None:
     slack = await start_slack("socket")
     await slack.api.wait_connections(1)
-    poison = unreadable_for_bolt()
+    poison = [*malformed_events(), *unreadable_for_bolt()]  # over HTTP the latter get 400 (test_malformed_requests)
     with capture_logs() as logs:
-        envelopes = [await slack.api.push_event(payload) for payload in poison]
+        envelopes = [await slack.api.push_event(payload) for payload in [*poison, half_pairs()]]
+        await slack.api.wait_posts(1)
         envelopes.append(await slack.api.push_event(message(DM, ALICE, "the next one")))
         for envelope_id in envelopes:
             await slack.api.wait_acked(envelope_id)
-        await slack.api.wait_posts(1)
-    assert [post.text.split("\n")[0] for post in slack.api.posts] == ["ok: the next one"]
-    rejected = [entry for entry in logs if entry["event"] == "slack.event.rejected"]
-    assert len(rejected) == len(poison)
-    assert SECRET_WORDS not in str(rejected)
+        await slack.api.wait_posts(2)
+    check_answers(slack.api.posts, model_server)
+    check_rejected(logs, poison)
