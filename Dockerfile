@@ -5,7 +5,9 @@
 # Build and run (from the repository root):
 #   docker build -t switchboard .
 #   docker run -d --name switchboard --env-file deploy/.env -v switchboard-data:/data switchboard
-# Any other command runs in place of `run`, e.g. `docker run --rm -v switchboard-data:/data switchboard doctor`.
+# Any other command runs in place of `run`, e.g.
+#   `docker run --rm --env-file deploy/.env -v switchboard-data:/data switchboard doctor`.
+# deploy/docker-compose.yml uses the same image and volume names.
 #
 # The base is pinned to a patch release; for fully reproducible builds pin its digest too:
 #   docker buildx imagetools inspect python:3.11.11-slim-bookworm   (copy the Digest, then FROM ...@sha256:<digest>)

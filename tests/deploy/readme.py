@@ -10,7 +10,7 @@ from tests.deploy.dockerfile import REPO
 
 README = REPO / "README.md"
 
-COMMAND_ENDS = frozenset({";", "&&", "||", "|", "&", ">", ">>", "<", "2>"})
+COMMAND_ENDS = frozenset({";", "&&", "||", "|", "&", ">", ">>", "<", "(", ")"})
 """Tokens after which the words no longer belong to the command (the next command, or a redirection)."""
 
 
@@ -34,13 +34,25 @@ def commands(text: str, program: str) -> list[list[str]]:
     """
     lines = [line for block in shell_blocks(text) for line in block.splitlines()]
     prose = re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
-    spans = re.findall(r"`([^`\n]+)`", prose)
-    found = []
-    for line in [*lines, *spans]:
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    return commands_in(program, [*lines, *re.findall(r"`([^`\n]+)`", prose)])
+
+
+def commands_in(program: str, lines: list[str]) -> list[list[str]]:
+    """The ``program ...`` commands among ``lines``, cut as :func:`commands` cuts them.
+
+    A line that leaves a quote open goes on over the next line, as in the shell.
+    """
+    found, pending = [], ""
+    for line in lines:
+        lexer = shlex.shlex(pending + line, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
         lexer.commenters = "#"
-        words = list(lexer)
+        try:
+            words = list(lexer)
+        except ValueError:  # a quote goes on over the next line
+            pending += line + "\n"
+            continue
+        pending = ""
         if words[:1] == ["sudo"]:
             words = words[1:]
         if words[:1] != [program]:

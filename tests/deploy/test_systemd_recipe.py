@@ -159,7 +159,8 @@ def stand_in_venv(unit: Service, base: Path, user: str) -> None:
         pytest.skip(f"the service user cannot run Python {version} with this checkout ({'; '.join(tried)})")
     binary = Path(f"{base}{unit.binary}")
     binary.parent.mkdir(parents=True)
-    binary.write_text(f'#!/bin/sh\necho "ran as $(id -un), umask $(umask)"\nexec {python} -S -c {shlex.quote(code)} "$@"\n')
+    binary.write_text(f'#!/bin/sh\necho "ran as $(id -un), umask $(umask)"\n'
+                      f'exec {python} -S -c {shlex.quote(code)} "$@"\n')  # fmt: skip
     binary.chmod(0o755)
 
 
@@ -168,7 +169,9 @@ def stand_in_sudo(base: Path) -> Path:
     folder = base / "stand-in-bin"
     folder.mkdir()
     sudo = folder / "sudo"
-    sudo.write_text('#!/bin/sh\nif [ "$1" = -u ]; then user=$2; shift 2; exec runuser -u "$user" -- "$@"; fi\nexec "$@"\n')
+    sudo.write_text('#!/bin/sh\n'
+                    'if [ "$1" = -u ]; then user=$2; shift 2; exec runuser -u "$user" -- "$@"; fi\n'
+                    'exec "$@"\n')  # fmt: skip
     sudo.chmod(0o755)
     return folder
 
@@ -190,11 +193,13 @@ def test_the_recipe_runs_a_command_as_the_service_would(system_user: str, world:
     env_file = Path(f"{world}{unit.env_file}")
     for path, mode in ((env_file.parent, 0o700), (env_file, 0o600)):
         assert (path.stat().st_uid, stat.S_IMODE(path.stat().st_mode)) == (0, mode), f"{path} is root's alone"
-    filled = env_file.read_text(encoding="utf-8").replace("\nTELEGRAM_BOT_TOKEN=\n", f"\nTELEGRAM_BOT_TOKEN={TOKEN}\n")
-    env_file.write_text(filled.replace("\nANTHROPIC_API_KEY=\n", "\nANTHROPIC_API_KEY=sk-ant-recipe\n"), encoding="utf-8")
+    filled = env_file.read_text(encoding="utf-8")  # as an operator fills it in, the file staying root's
+    for name, value in (("TELEGRAM_BOT_TOKEN", TOKEN), ("ANTHROPIC_API_KEY", "sk-ant-recipe")):
+        filled = filled.replace(f"\n{name}=\n", f"\n{name}={value}\n")
+    env_file.write_text(filled, encoding="utf-8")
     stand_in_venv(unit, world, system_user)
 
-    script = rebased(recipe(), unit, world, system_user).replace("bin/switchboard doctor", "bin/switchboard doctor --offline")
+    script = rebased(recipe(), unit, world, system_user).replace(" doctor", " doctor --offline")
     done = subprocess.run(["sh", "-c", script], cwd=world, env=env, capture_output=True, text=True, check=False)
 
     output = done.stdout + done.stderr
