@@ -19,12 +19,15 @@ from typing import Any
 
 import pytest
 
+from tests.adapters.npm_packages import npm_install
+
 pytestmark = pytest.mark.tier2
 
 REPO = Path(__file__).resolve().parents[3]
 PACKAGE = "local-slack-linux-x64@0.1.8"
 CACHE = REPO / ".cache" / "npm-local-slack"
-BINARY = CACHE / "node_modules" / "local-slack-linux-x64" / "bin" / "local-slack"
+BINARY = Path("node_modules", "local-slack-linux-x64", "bin", "local-slack")
+"""Where npm puts the emulator, inside CACHE."""
 
 
 def _skip_unless(condition: bool, reason: str) -> None:
@@ -41,17 +44,16 @@ def local_slack() -> Path:
     probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"], capture_output=True, text=True)
     _skip_unless(probe.returncode == 0,
                  f"cannot create a network namespace (needs root or user namespaces): {probe.stderr.strip()}")  # fmt: skip
-    if not BINARY.exists():
-        _skip_unless(shutil.which("npm") is not None, f"npm is not installed, so {PACKAGE} cannot be fetched")
-        CACHE.mkdir(parents=True, exist_ok=True)
-        if not (CACHE / "package.json").exists():
-            (CACHE / "package.json").write_text('{"name": "switchboard-local-slack", "private": true}\n')
-        install = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", PACKAGE], cwd=CACHE, capture_output=True, text=True, timeout=600
-        )
-        _skip_unless(install.returncode == 0 and BINARY.exists(),
-                     f"npm install {PACKAGE} failed: {install.stderr.strip()[-500:]}")  # fmt: skip
-    return BINARY
+    return installed_binary()
+
+
+def installed_binary() -> Path:
+    """The emulator binary, installed into CACHE on first use; skips the test when that is not possible."""
+    binary = CACHE / BINARY
+    if not binary.exists():
+        npm_install(PACKAGE, CACHE)
+        _skip_unless(binary.exists(), f"npm install {PACKAGE} left no {BINARY}")
+    return binary
 
 
 def run_driver(binary: Path, mode: str, workdir: Path) -> dict[str, Any]:

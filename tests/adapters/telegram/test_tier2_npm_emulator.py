@@ -1,8 +1,9 @@
 """Second tier: a DM round trip against the public npm emulator ``telegram-test-api@4.2.1``.
 
 It is installed on first use into ``.cache/npm-telegram-test-api`` (gitignored)
-and started from the test; without node/npm, or when the install fails, the
-test is skipped with the reason. That emulator needs two shims, which live
+and started from the test; without node/npm, with the npm registry out of reach,
+or when the install fails, the test is skipped with the reason (see
+:mod:`tests.adapters.npm_packages`). That emulator needs two shims, which live
 here as an aiogram session middleware and never in the adapter: its getMe
 lacks ``is_bot`` (aiogram refuses the answer), and its getUpdates answers at
 once even with a timeout (a busy loop), so an empty answer is slowed down.
@@ -14,7 +15,6 @@ import asyncio
 import json
 import shutil
 import sqlite3
-import subprocess
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from aiogram.methods import GetMe, GetUpdates
 from aiogram.types import User as TgUser
 
 from adapters.telegram import TelegramAdapter
+from tests.adapters.npm_packages import npm_install
 from tests.adapters.telegram.conftest import HANG_GUARD, StartTelegram
 from tests.adapters.telegram.test_webhook import free_port
 from tests.fakes.model_server import ModelServer, Text
@@ -51,16 +52,9 @@ def installed_package() -> Path:
         return package
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are needed for the telegram-test-api conformance test")
-    CACHE.mkdir(parents=True, exist_ok=True)
-    try:
-        done = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", f"telegram-test-api@{VERSION}"],
-            cwd=CACHE, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as error:
-        pytest.skip(f"npm install telegram-test-api@{VERSION} failed: {error}")
-    if done.returncode != 0 or not manifest.exists():
-        pytest.skip(f"npm install telegram-test-api@{VERSION} failed: {done.stderr.strip()[-500:]}")
+    npm_install(f"telegram-test-api@{VERSION}", CACHE)
+    if not manifest.exists():
+        pytest.skip(f"npm install telegram-test-api@{VERSION} left no {manifest.relative_to(CACHE)}")
     return package
 
 
