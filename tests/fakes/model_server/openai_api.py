@@ -9,9 +9,9 @@ from aiohttp import web
 
 from .cache import CacheFigures
 from .prompt import PromptBlock, openai_blocks
-from .replies import ContextTooLong, ErrorReply
+from .replies import ContextTooLong, ErrorReply, StreamFault
 from .turn import Turn, chunk_text
-from .wire import dumps, json_response, send_sse
+from .wire import dumps, json_response, send_broken_json, send_sse
 
 FINISH_REASONS = {"end": "stop", "tool": "tool_calls", "truncated": "length"}
 
@@ -81,14 +81,21 @@ class OpenAIDialect:
         }
 
     async def send(
-        self, request: web.Request, message: Mapping[str, Any], body: Mapping[str, Any], headers: Mapping[str, str]
+        self,
+        request: web.Request,
+        message: Mapping[str, Any],
+        body: Mapping[str, Any],
+        headers: Mapping[str, str],
+        fault: StreamFault | None = None,
     ) -> web.StreamResponse:
-        """Send the completion as JSON, or as ``data:`` chunks ending in ``[DONE]``."""
+        """Send the completion as JSON, or as ``data:`` chunks ending in ``[DONE]`` (broken as ``fault`` says)."""
         if not body.get("stream"):
+            if fault is not None:
+                return await send_broken_json(request, message, headers, fault)
             return json_response(message, headers=headers)
         options = body.get("stream_options") or {}
         chunks = [dumps(chunk) for chunk in stream_chunks(message, bool(options.get("include_usage")))]
-        return await send_sse(request, ((None, data) for data in [*chunks, "[DONE]"]), headers)
+        return await send_sse(request, ((None, data) for data in [*chunks, "[DONE]"]), headers, fault)
 
 
 def assistant_message(turn: Turn) -> dict[str, Any]:

@@ -20,9 +20,12 @@ from .records import Api, RequestRecord
 from .replies import (
     AuthFailed,
     ContextTooLong,
+    CutStream,
     ErrorReply,
     InvalidRequest,
+    MalformedEvent,
     Reply,
+    StreamFault,
     SuccessReply,
     Text,
     Timeout,
@@ -60,7 +63,12 @@ class Dialect(Protocol):
     ) -> dict[str, Any]: ...
 
     async def send(
-        self, request: web.Request, message: Mapping[str, Any], body: Mapping[str, Any], headers: Mapping[str, str]
+        self,
+        request: web.Request,
+        message: Mapping[str, Any],
+        body: Mapping[str, Any],
+        headers: Mapping[str, str],
+        fault: StreamFault | None = None,
     ) -> web.StreamResponse: ...
 
 
@@ -241,7 +249,7 @@ class ModelServer:
             return self.context_limit.get(model)
         return self.context_limit
 
-    async def _resolve_reply(self, record: RequestRecord) -> SuccessReply | ErrorReply:
+    async def _resolve_reply(self, record: RequestRecord) -> SuccessReply | StreamFault | ErrorReply:
         reply = self._next_reply(record)
         if not isinstance(reply, Timeout):
             return reply
@@ -284,9 +292,10 @@ class ModelServer:
         return json_response(record.response, status=record.status, headers=headers)
 
     async def _succeed(
-        self, request: web.Request, record: RequestRecord, dialect: Dialect, reply: SuccessReply
+        self, request: web.Request, record: RequestRecord, dialect: Dialect, reply: SuccessReply | StreamFault
     ) -> web.StreamResponse:
-        turn = build_turn(reply, lambda: self._new_id(dialect.call_id_prefix))
+        fault = reply if isinstance(reply, (CutStream, MalformedEvent)) else None
+        turn = build_turn(fault.reply if fault else reply, lambda: self._new_id(dialect.call_id_prefix))
         cache = self.anthropic_cache if dialect.api == "anthropic" else self.openai_cache
         record.figures = cache.account(record.model, record.blocks)
         record.usage = dialect.usage(record.figures, turn)
@@ -294,4 +303,4 @@ class ModelServer:
         record.response = dialect.message(message_id, record.model, turn, record.usage, int(self.clock.now()))
         record.reply, record.status = reply, 200
         headers = {dialect.request_id_header: self._new_id("req_fake_")}
-        return await dialect.send(request, record.response, record.body, headers)
+        return await dialect.send(request, record.response, record.body, headers, fault)
