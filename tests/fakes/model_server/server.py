@@ -32,7 +32,7 @@ from .replies import (
     Unavailable,
 )
 from .turn import Turn, build_turn
-from .wire import json_response
+from .wire import json_response, send_broken_json, send_sse
 
 Responder = Callable[[RequestRecord], Reply | None]
 """A callable policy: gets the request record, returns a reply (or None for the default)."""
@@ -62,14 +62,7 @@ class Dialect(Protocol):
         self, message_id: str, model: str, turn: Turn, usage: Mapping[str, Any], created: int
     ) -> dict[str, Any]: ...
 
-    async def send(
-        self,
-        request: web.Request,
-        message: Mapping[str, Any],
-        body: Mapping[str, Any],
-        headers: Mapping[str, str],
-        fault: StreamFault | None = None,
-    ) -> web.StreamResponse: ...
+    def sse_events(self, message: Mapping[str, Any], body: Mapping[str, Any]) -> list[tuple[str | None, str]]: ...
 
 
 ANTHROPIC = AnthropicDialect()
@@ -303,4 +296,8 @@ class ModelServer:
         record.response = dialect.message(message_id, record.model, turn, record.usage, int(self.clock.now()))
         record.reply, record.status = reply, 200
         headers = {dialect.request_id_header: self._new_id("req_fake_")}
-        return await dialect.send(request, record.response, record.body, headers, fault)
+        if record.stream:
+            return await send_sse(request, dialect.sse_events(record.response, record.body), headers, fault)
+        if fault is not None:
+            return await send_broken_json(request, record.response, headers, fault)
+        return json_response(record.response, headers=headers)
