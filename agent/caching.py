@@ -2,7 +2,9 @@
 
 Breakpoints follow the *system_and_3* strategy: one on the system prompt and
 one on each of the last three non-system messages that can carry one (four in
-all, Anthropic's maximum). The system prompt is frozen per session, so the
+all, Anthropic's maximum). A message of blank text only is never sent as such
+(the API refuses a whitespace-only text block), so it carries none: the earlier
+messages take the breakpoints. The system prompt is frozen per session, so the
 first breakpoint is read from cache on every call; the rolling three keep the
 growing conversation cached turn after turn.
 
@@ -96,19 +98,36 @@ def apply_cache_markers(messages: Sequence[dict[str, Any]], *, ttl: Ttl = "5m", 
 
 
 def _can_carry(message: dict[str, Any], native: bool) -> bool:
-    if native:
-        return True
+    """Whether the message reaches the API with a block for a breakpoint to sit on.
+
+    Blank text is never sent (Anthropic refuses a whitespace-only text block), so a message of
+    nothing else takes no breakpoint: the one it would have had goes to an earlier message.
+    """
     content = message.get("content")
+    if native:
+        if message.get("role") == "tool" or message.get("tool_calls"):
+            return True  # a tool_result block (never empty), or tool_use blocks
+        if isinstance(content, list):
+            return any(not _blank_text(block) for block in content)
+        return _visible(content)
     if isinstance(content, str):
-        return bool(content)
-    return isinstance(content, list) and bool(content) and isinstance(content[-1], dict)
+        return _visible(content)
+    return isinstance(content, list) and bool(content) and isinstance(content[-1], dict) and not _blank_text(content[-1])
+
+
+def _visible(text: Any) -> bool:
+    return isinstance(text, str) and bool(text.strip())
+
+
+def _blank_text(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "text" and not _visible(block.get("text"))
 
 
 def _place(message: dict[str, Any], mark: dict[str, str], native: bool) -> None:
     content = message.get("content")
     if message.get("role") == "tool" and native:
         message["cache_control"] = dict(mark)
-    elif isinstance(content, str) and content:
+    elif _visible(content):
         message["content"] = [{"type": "text", "text": content, "cache_control": dict(mark)}]
     elif isinstance(content, list) and content and isinstance(content[-1], dict):
         content[-1]["cache_control"] = dict(mark)

@@ -3,7 +3,7 @@
 ::
 
     AgentError
-    ├── ProviderError            a model call failed (kind, status, retry_after)
+    ├── ProviderError            a model call failed (kind, status, retry_after, what it billed)
     │   └── ContextTooLongError  the prompt does not fit the model's window
     ├── ModelUnavailableError    every configured model failed; the text is fit for the user
     └── TurnCancelled            the turn was stopped (/stop, shutdown)
@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 from enum import StrEnum
+
+from agent.usage import Usage
 
 
 class AgentError(Exception):
@@ -28,11 +30,20 @@ class ErrorKind(StrEnum):
     AUTH = "auth"
     NOT_FOUND = "not_found"
     BAD_REQUEST = "bad_request"
+    MALFORMED = "malformed"
+    """The answer came but could not be read (an event or body that is not what the API sends)."""
 
     @property
     def retryable(self) -> bool:
         """Worth trying the same model again after a pause."""
-        return self in {ErrorKind.RATE_LIMIT, ErrorKind.OVERLOADED, ErrorKind.SERVER, ErrorKind.TIMEOUT, ErrorKind.CONNECTION}
+        return self in {
+            ErrorKind.RATE_LIMIT,
+            ErrorKind.OVERLOADED,
+            ErrorKind.SERVER,
+            ErrorKind.TIMEOUT,
+            ErrorKind.CONNECTION,
+            ErrorKind.MALFORMED,
+        }
 
     @property
     def falls_back(self) -> bool:
@@ -50,6 +61,7 @@ class ProviderError(AgentError):
         model: str = "",
         status: int | None = None,
         retry_after: float | None = None,
+        billed: Usage | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = kind
@@ -57,6 +69,8 @@ class ProviderError(AgentError):
         self.model = model
         self.status = status
         self.retry_after = retry_after
+        self.billed = billed
+        """What the API reported as used before the call failed (a stream cut after its start), if anything."""
 
     def __str__(self) -> str:
         status = f" {self.status}" if self.status else ""

@@ -53,7 +53,8 @@ class TurnObserver(Protocol):
         """The conversation was compacted: ``result.messages`` replaces it (split the session)."""
 
     async def on_model_call(self, response: ModelResponse, cost_usd: float | None) -> None:
-        """One model call finished (account its usage)."""
+        """One model call finished (account its usage). A call that failed after the API had billed it
+        (a stream cut mid-answer) comes too, with an empty message and ``stop_reason`` ``"failed"``."""
 
 
 class NullObserver:
@@ -174,13 +175,13 @@ class _Turn:
     async def _call_model(self, tools: list[ToolSpec], ephemeral: str | None, *, tools_off: bool = False) -> ModelResponse:
         await self._maybe_compact(force=False)
         try:
-            response = await self.loop._router.complete(self._request(tools, ephemeral, tools_off))
+            response = await self.loop._router.complete(self._request(tools, ephemeral, tools_off), on_billed=self._billed)
         except ContextTooLongError as error:
             log.warning("turn.context_too_long", error=str(error), tokens=self._prompt_tokens())
             if not await self._maybe_compact(force=True):
                 raise ModelUnavailableError(_TOO_LONG, causes=[error]) from error
             try:
-                response = await self.loop._router.complete(self._request(tools, ephemeral, tools_off))
+                response = await self.loop._router.complete(self._request(tools, ephemeral, tools_off), on_billed=self._billed)
             except ContextTooLongError as again:
                 raise ModelUnavailableError(_TOO_LONG, causes=[error, again]) from again
         await self._account(response)
@@ -214,15 +215,24 @@ class _Turn:
 
     async def _account(self, response: ModelResponse) -> None:
         usage = response.usage
-        self.result.usage = self.result.usage + usage
         self.result.model_calls += 1
         self.result.last_prompt_tokens = usage.prompt_tokens
-        cost = self.loop._prices.cost(response.model, usage, cache_ttl=self.cache_ttl or "5m")
-        if cost is not None:
-            self.result.cost_usd = (self.result.cost_usd or 0.0) + cost
+        cost = self._add_cost(response.model, usage)
         self.loop._engine.update_from_usage(usage.prompt_tokens)
         self._reported, self._added_since_report = usage.prompt_tokens, 0
         await self.observer.on_model_call(response, cost)
+
+    async def _billed(self, model: str, usage: Usage) -> None:
+        """A model call failed after the API had billed it: its usage counts, the call does not."""
+        cost = self._add_cost(model, usage)
+        await self.observer.on_model_call(ModelResponse(ChatMessage.assistant(""), usage, "failed", model), cost)
+
+    def _add_cost(self, model: str, usage: Usage) -> float | None:
+        self.result.usage = self.result.usage + usage
+        cost = self.loop._prices.cost(model, usage, cache_ttl=self.cache_ttl or "5m")
+        if cost is not None:
+            self.result.cost_usd = (self.result.cost_usd or 0.0) + cost
+        return cost
 
     async def _append(self, message: ChatMessage) -> None:
         self.history.append(message)

@@ -7,7 +7,10 @@ digits, punctuation, whitespace, CJK, emoji, other non-ASCII) and each class
 has its own tokens-per-character weight, fitted against a real tokenizer; runs
 of letters (words) and of punctuation add a weight each, since a word is about
 one token whatever its length. Code and JSON come out right without being
-detected: they are richer in punctuation runs, digits and line breaks.
+detected: they are richer in punctuation runs, digits and line breaks. Blobs
+(base64, hex digests, JWTs) are the exception: a tokenizer cuts them into
+short pieces, so long runs of their alphabets are found and counted by their
+length and how often they change between lower case, upper case and digits.
 
 Usage::
 
@@ -44,26 +47,30 @@ __all__ = [
 ]
 
 # Tokens per character of each class, plus tokens per run of letters (a word
-# is about one token whatever its length) and per run of ASCII punctuation.
+# is about one token whatever its length) and per run of ASCII punctuation,
+# and for blobs (see below) per character and per change of class.
 # Fitted by bench/calibrate_tokens.py against tiktoken o200k_base (GPT-4o,
 # GPT-4.1, GPT-5): non-negative least squares on the relative error of 150
 # generated samples per category (English prose, Python source, JSON tool
-# output, Chinese, Japanese, emoji-heavy chat, other scripts, log lines),
-# seed 1; bench/agent.py checks them on seed 2. Claude's tokenizer is not
+# output, Chinese, Japanese, emoji-heavy chat, other scripts, log lines,
+# base64 and hex digests), seed 1; bench/agent.py checks them on seed 2, with
+# blobs of kinds the fit never saw (JWTs, PEM blocks, data URLs, UUIDs). Claude's tokenizer is not
 # available offline: the per-session calibration against reported usage
 # absorbs the difference.
-LOWER_WEIGHT: Final = 0.074
-UPPER_WEIGHT: Final = 0.184
-DIGIT_WEIGHT: Final = 0.421
-PUNCT_WEIGHT: Final = 0.016
-SPACE_WEIGHT: Final = 0.017
-NEWLINE_WEIGHT: Final = 0.798
-WORD_WEIGHT: Final = 0.608
-PUNCT_RUN_WEIGHT: Final = 1.125
+LOWER_WEIGHT: Final = 0.071
+UPPER_WEIGHT: Final = 0.218
+DIGIT_WEIGHT: Final = 0.431
+PUNCT_WEIGHT: Final = 0.014
+SPACE_WEIGHT: Final = 0.024
+NEWLINE_WEIGHT: Final = 0.817
+WORD_WEIGHT: Final = 0.616
+PUNCT_RUN_WEIGHT: Final = 1.085
 CJK_WEIGHT: Final = 0.724
-EMOJI_WEIGHT: Final = 1.651
-EMOJI_JOINER_WEIGHT: Final = 1.119
-OTHER_WEIGHT: Final = 0.237
+EMOJI_WEIGHT: Final = 1.644
+EMOJI_JOINER_WEIGHT: Final = 1.121
+OTHER_WEIGHT: Final = 0.236
+BLOB_CHAR_WEIGHT: Final = 0.325
+BLOB_SWITCH_WEIGHT: Final = 0.555
 
 MESSAGE_OVERHEAD: Final = 4
 """Role marker and separators that frame every message in the rendered prompt."""
@@ -121,9 +128,24 @@ _SYMBOL_EMOJI: Final = tuple(
     for second in (*range(0x8C, 0x90), *range(0x98, 0x9F), *range(0xAC, 0xB0))
 )  # U+2300-23FF, U+2600-27BF, U+2B00-2BFF: ⌚ ⏰ ☕ ✅ ❤ ✨ ⭐ and kin
 
+# Blobs: a pasted base64 file, a JWT, hex digests. A tokenizer cuts them into pieces of two or three
+# characters, and at every change between lower case, upper case, digits and punctuation, so the
+# weights fitted on words (a word is about one token) come out at a third to three quarters of
+# their real count. A maximal run of at least BLOB_MIN_RUN characters of the base64 and hex
+# alphabets that is hex, or changes class often enough, is counted by its length and its class
+# switches instead. A cheap probe (one translate, one search) skips all this for text without
+# such a run, which is nearly all text.
+BLOB_MIN_RUN: Final = 32
+BLOB_SWITCH_SHARE: Final = 0.35
+_BLOB_ALPHABET: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
+_BLOB_FLAGS: Final = bytes(ord("1" if b in _BLOB_ALPHABET else "0") for b in range(256))
+_BLOB_PROBE: Final = b"1" * BLOB_MIN_RUN
+_HEX_BYTES: Final = b"0123456789abcdefABCDEF-"
+
 _WEIGHTS: Final = (
     LOWER_WEIGHT, UPPER_WEIGHT, DIGIT_WEIGHT, PUNCT_WEIGHT, SPACE_WEIGHT, NEWLINE_WEIGHT,
     WORD_WEIGHT, PUNCT_RUN_WEIGHT, CJK_WEIGHT, EMOJI_WEIGHT, EMOJI_JOINER_WEIGHT, OTHER_WEIGHT,
+    BLOB_CHAR_WEIGHT, BLOB_SWITCH_WEIGHT,
 )  # fmt: skip
 """In the order ``_class_counts`` returns its counts."""
 
@@ -134,16 +156,60 @@ def _runs(raw: bytes, flags: bytes) -> int:
 
 
 def _class_counts(text: str) -> tuple[int, ...]:
-    """Counts in ``_WEIGHTS`` order: characters per class, letter and punctuation runs, non-ASCII classes."""
-    if text.isascii():
-        raw = text.encode("ascii")
-        classes = raw.translate(_CLASSES)
-        lower, upper, digit = classes.count(b"l"), classes.count(b"u"), classes.count(b"d")
-        space, newline = classes.count(b"s"), classes.count(b"n")
-        punct = len(raw) - lower - upper - digit - space - newline
-        words, punct_runs = _runs(raw, _LETTER_FLAGS), _runs(raw, _PUNCT_FLAGS)
-        return (lower, upper, digit, punct, space, newline, words, punct_runs, 0, 0, 0, 0)
-    raw = text.encode("utf-8", "surrogatepass")
+    """Counts in ``_WEIGHTS`` order: characters per class, letter and punctuation runs, non-ASCII classes,
+    then the characters and class switches of blobs (which are left out of everything before)."""
+    ascii_only = text.isascii()
+    raw = text.encode("ascii") if ascii_only else text.encode("utf-8", "surrogatepass")
+    blob_chars = blob_switches = 0
+    if len(raw) >= BLOB_MIN_RUN:
+        flags = raw.translate(_BLOB_FLAGS)
+        if _BLOB_PROBE in flags:
+            raw, blob_chars, blob_switches = _cut_blobs(raw, flags)
+    counts = _ascii_counts(raw) if ascii_only else _utf8_counts(raw)
+    return (*counts, blob_chars, blob_switches)
+
+
+def _cut_blobs(raw: bytes, flags: bytes) -> tuple[bytes, int, int]:
+    """``raw`` without its blobs, and the blobs' characters and class switches.
+
+    ``flags`` marks the bytes of the blob alphabets with "1": every run of at least
+    ``BLOB_MIN_RUN`` of them is looked at, and cut out if it is a blob.
+    """
+    rest: list[bytes] = []
+    chars = switches = cut = end = 0
+    classes = raw.translate(_CLASSES)
+    while (start := flags.find(_BLOB_PROBE, end)) >= 0:
+        end = flags.find(b"0", start)
+        end = len(flags) if end < 0 else end
+        kinds = classes[start:end]
+        if b"d" not in kinds or (b"l" not in kinds and b"u" not in kinds):
+            continue  # a long word, path, identifier or number: the usual weights fit
+        # Changes of class between neighbours: XOR the class letters with themselves shifted by
+        # one; a zero byte is a pair of the same class.
+        pairs = (int.from_bytes(kinds[:-1], "big") ^ int.from_bytes(kinds[1:], "big")).to_bytes(len(kinds) - 1, "big")
+        changes = len(pairs) - pairs.count(0)
+        if raw[start:end].translate(None, _HEX_BYTES) and changes < BLOB_SWITCH_SHARE * len(kinds):
+            continue  # not hex, and too regular for base64: CamelCase, a path with a number in it
+        rest.append(raw[cut:start])
+        cut = end
+        chars += end - start
+        switches += changes
+    if not rest:
+        return raw, 0, 0
+    rest.append(raw[cut:])
+    return b"".join(rest), chars, switches
+
+
+def _ascii_counts(raw: bytes) -> tuple[int, ...]:
+    classes = raw.translate(_CLASSES)
+    lower, upper, digit = classes.count(b"l"), classes.count(b"u"), classes.count(b"d")
+    space, newline = classes.count(b"s"), classes.count(b"n")
+    punct = len(raw) - lower - upper - digit - space - newline
+    words, punct_runs = _runs(raw, _LETTER_FLAGS), _runs(raw, _PUNCT_FLAGS)
+    return (lower, upper, digit, punct, space, newline, words, punct_runs, 0, 0, 0, 0)
+
+
+def _utf8_counts(raw: bytes) -> tuple[int, ...]:
     classes = raw.translate(_CLASSES)
     lower, upper, digit = classes.count(b"l"), classes.count(b"u"), classes.count(b"d")
     punct, space, newline = classes.count(b"p"), classes.count(b"s"), classes.count(b"n")

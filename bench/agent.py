@@ -8,11 +8,13 @@ the last line). Add a section by writing a function and listing it there.
 Sections:
 
 - ``estimator``: the token estimator (``agent.tokens``). Speed: microseconds
-  to add one message to a session's tally versus recounting a 200-message
-  history with tool calls, beside the reference's approach (chars/4 of every
-  message's serialised dict, recomputed on each check). Accuracy: estimate /
-  real tokens (tiktoken o200k_base) per category, beside chars/4, on samples
-  the weights were not fitted on.
+  to estimate a message seen for the first time, to add one message to a
+  session's tally (estimates are remembered per message) versus recounting a
+  200-message history with tool calls, beside the reference's approach (chars/4
+  of every message's serialised dict, recomputed on each check); nanoseconds
+  per character of text, and of blobs (which take a slower path). Accuracy:
+  estimate / real tokens (tiktoken o200k_base) per category, beside chars/4, on
+  samples the weights were not fitted on (``blob`` has kinds the fit never saw).
 - ``prompt_cache`` (``bench/cache_sim.py``): issue 4. The share of input tokens
   served from the prompt cache over a 60-turn conversation with tool calls and
   compactions, and the input cost with caching relative to none for chatty,
@@ -89,6 +91,18 @@ def _median_us(run: Callable[[], object], rounds: int, per_round: int = 1) -> fl
     return statistics.median(timings)
 
 
+def _ns_per_char(texts: Sequence[str], rounds: int) -> float:
+    """``estimate_text`` over ``texts``, in nanoseconds per character (the fastest round: the least disturbed)."""
+    characters = sum(map(len, texts))
+    best = math.inf
+    for _ in range(rounds):
+        start = time.perf_counter_ns()
+        for text in texts:
+            estimate_text(text)
+        best = min(best, (time.perf_counter_ns() - start) / characters)
+    return best
+
+
 def estimator_speed(args: argparse.Namespace) -> Figures:
     history = build_history()
     rounds = 30 if args.quick else 300
@@ -102,18 +116,30 @@ def estimator_speed(args: argparse.Namespace) -> Figures:
     def recount() -> int:
         return sum(map(estimate_message, history))
 
+    def first_sight() -> None:  # what a message costs the first time (estimate_message remembers the result)
+        for message in history:
+            estimate_text(message.content)
+            for call in message.tool_calls:
+                estimate_text(call.arguments)
+
     tally = TokenTally(history)
     per_append = _median_us(append_all, rounds, per_round=len(history))
+    per_new = _median_us(first_sight, rounds, per_round=len(history))
     full = _median_us(recount, rounds)
     reference = _median_us(lambda: reference_estimate(history), rounds)
     read = _median_us(lambda: [tally.total for _ in range(1_000)], rounds, per_round=1_000)
+    prose = [text for category in CATEGORIES if category != "blob" for text in samples(category, seed=ACCURACY_SEED, count=20)]
+    blobs = samples("blob", seed=ACCURACY_SEED, count=60)
     characters = sum(len(m.content) + sum(len(c.arguments) for c in m.tool_calls) for m in history)
     say(f"  history: {len(history)} messages, {characters:,} characters, estimate {tally.total:,} tokens")
     return {
+        "estimate_us_per_new_message": per_new,
         "estimate_us_per_append": per_append,
         "estimate_us_full": full,
         "estimate_full_over_append": full / per_append,
         "estimate_us_read_total": read,
+        "estimate_ns_per_char": _ns_per_char(prose, rounds),
+        "estimate_ns_per_char_blob": _ns_per_char(blobs, rounds),
         "reference_us_full_repr_chars4": reference,
     }
 

@@ -17,12 +17,13 @@ import argparse
 from collections.abc import Sequence
 
 from agent import tokens
-from bench.token_samples import CATEGORIES, EXTRA_CATEGORIES, samples
+from bench.token_samples import FIT_CATEGORIES, samples
 from bench.tokenizer_data import load_encoding
 
 NAMES = (
     "lower", "upper", "digit", "punct", "space", "newline",
     "word", "punct_run", "cjk", "emoji", "emoji_joiner", "other",
+    "blob_char", "blob_switch",
 )  # fmt: skip
 
 
@@ -54,7 +55,7 @@ def calibrate(argv: Sequence[str] | None = None) -> None:
     encoding = load_encoding("o200k_base")
     data: dict[str, tuple[list[tuple[int, ...]], list[int], int]] = {}
     rows: list[list[float]] = []
-    for category in (*CATEGORIES, *EXTRA_CATEGORIES):
+    for category in FIT_CATEGORIES:
         texts = samples(category, seed=args.seed, count=args.count)
         counts = [tokens._class_counts(t) for t in texts]  # noqa: SLF001 - the fit mirrors the estimator
         truth = [len(encoding.encode(t)) for t in texts]

@@ -8,24 +8,31 @@ hundred to a few thousand characters) built deterministically from ``seed``:
 - ``json``: tool results (search hits, file listings, API records), pretty and compact;
 - ``chinese`` / ``japanese``: conversational prose written for this file;
 - ``emoji``: short chat lines dense with emoji, skin tones, ZWJ families and flags;
+- ``blob``: pasted machine text: base64 of random bytes (bare, in a PEM block or
+  a data URL), hex digests (a lock file's hashes, git commits), a JWT, UUIDs in
+  JSON, a line of minified JavaScript;
 - ``scripts`` (extra): accented Latin, Cyrillic, Greek, Arabic, Hebrew, Devanagari, Thai;
-- ``logs`` (extra): number-heavy log lines and CSV rows.
+- ``logs`` (extra): number-heavy log lines and CSV rows;
+- ``blob_fit`` (calibration only): bare base64 of random bytes and lists of hex digests.
 
 The calibration script (``bench/calibrate_tokens.py``) fits on one seed and the
 benchmark (``bench/agent.py``) measures on another, so the reported ratios are
-not the fitted ones.
+not the fitted ones. Blobs are fitted on ``blob_fit`` only: the ``blob`` category
+the benchmark measures has kinds the fit never saw.
 """
 
 from __future__ import annotations
 
+import base64
 import inspect
 import json
 import random
 import re
+import uuid
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["CATEGORIES", "EXTRA_CATEGORIES", "samples"]
+__all__ = ["CATEGORIES", "EXTRA_CATEGORIES", "FIT_CATEGORIES", "samples"]
 
 ENGLISH: Final = (
     "Sure, here is a short summary of what changed in the release.",
@@ -235,6 +242,85 @@ def _logs(rng: random.Random) -> str:
     return "\n".join(lines)
 
 
+def _random_bytes(rng: random.Random, low: int, high: int) -> bytes:
+    return bytes(rng.getrandbits(8) for _ in range(rng.randint(low, high)))
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _blob_fit(rng: random.Random) -> str:
+    if rng.random() < 0.5:
+        return base64.b64encode(_random_bytes(rng, 24, 3000)).decode()
+    return "\n".join(_random_bytes(rng, 16, 32).hex() for _ in range(rng.randint(1, 30)))
+
+
+def _pem(rng: random.Random) -> str:
+    body = base64.b64encode(_random_bytes(rng, 300, 1500)).decode()
+    lines = [body[i : i + 64] for i in range(0, len(body), 64)]
+    return "Here is the certificate:\n-----BEGIN CERTIFICATE-----\n" + "\n".join(lines) + "\n-----END CERTIFICATE-----"
+
+
+def _data_url(rng: random.Random) -> str:
+    image = base64.b64encode(_random_bytes(rng, 100, 2000)).decode()
+    return f'The logo is inlined: <img alt="{_word(rng)}" src="data:image/png;base64,{image}">'
+
+
+def _lock_file(rng: random.Random) -> str:
+    lines = []
+    for _ in range(rng.randint(2, 10)):
+        lines.append(f"{_word(rng)}-{_word(rng)}=={rng.randint(0, 9)}.{rng.randint(0, 40)}.{rng.randint(0, 9)} \\")
+        lines += [f"    --hash=sha256:{_random_bytes(rng, 32, 32).hex()}" for _ in range(rng.randint(1, 3))]
+    return "\n".join(lines)
+
+
+def _git_log(rng: random.Random) -> str:
+    entries = []
+    for _ in range(rng.randint(2, 8)):
+        entries.append(
+            f"commit {_random_bytes(rng, 20, 20).hex()}\nAuthor: {_word(rng).capitalize()} <{_word(rng)}@example.com>\n\n"
+            f"    {' '.join(_word(rng) for _ in range(rng.randint(3, 9)))}"
+        )
+    return "\n\n".join(entries)
+
+
+def _jwt(rng: random.Random) -> str:
+    header = {"alg": rng.choice(("HS256", "RS256")), "typ": "JWT"}
+    claims = {"sub": str(rng.randint(10**6, 10**9)), "name": _word(rng).capitalize(), "iat": rng.randint(1_600_000_000, 1_800_000_000),
+              "scope": " ".join(_word(rng) for _ in range(rng.randint(1, 4)))}  # fmt: skip
+    parts = [_b64url(json.dumps(part, separators=(",", ":")).encode()) for part in (header, claims)]
+    token = ".".join([*parts, _b64url(_random_bytes(rng, 32, 256))])
+    return f"The request fails with this header:\nAuthorization: Bearer {token}"
+
+
+def _uuids(rng: random.Random) -> str:
+    rows = [{"id": str(uuid.UUID(bytes=_random_bytes(rng, 16, 16))), "name": _word(rng)} for _ in range(rng.randint(2, 20))]
+    return json.dumps(rows, indent=rng.choice((None, 2)))
+
+
+def _minified_js(rng: random.Random) -> str:
+    names = [*"etnrioasu", *(_word(rng) for _ in range(6))]
+    statements = (
+        lambda: f"var {rng.choice(names)}={rng.choice(names)}.{_word(rng)}({rng.choice(names)},{rng.randint(0, 999)})",
+        lambda: f"function {rng.choice(names)}({rng.choice(names)},{rng.choice(names)}){{return {rng.choice(names)}+{rng.choice(names)}}}",
+        lambda: f'if(!{rng.choice(names)})throw new Error("{_word(rng)} {_word(rng)}")',
+        lambda: f"for(var {rng.choice(names)}=0;{rng.choice(names)}<{rng.choice(names)}.length;{rng.choice(names)}++)"
+        f"{rng.choice(names)}.push({rng.choice(names)}[{rng.choice(names)}])",
+        lambda: f'{rng.choice(names)}.{_word(rng)}=function(){{return"{_word(rng)}"===typeof {rng.choice(names)}}}',
+    )
+    return "!function(){" + ";".join(rng.choice(statements)() for _ in range(rng.randint(10, 80))) + "}();"
+
+
+_BLOBS: Final = (_pem, _data_url, _lock_file, _git_log, _jwt, _uuids, _minified_js)
+
+
+def _blob(rng: random.Random) -> str:
+    if rng.random() < 0.25:
+        return f"Decode this for me: {base64.b64encode(_random_bytes(rng, 24, 2000)).decode()}"
+    return rng.choice(_BLOBS)(rng)
+
+
 _MAKERS: Final[dict[str, Callable[[random.Random], str]]] = {
     "english": _prose(ENGLISH, " "),
     "python": _python,
@@ -244,11 +330,15 @@ _MAKERS: Final[dict[str, Callable[[random.Random], str]]] = {
     "emoji": _emoji_chat,
     "scripts": _prose(SCRIPTS, " "),
     "logs": _logs,
+    "blob": _blob,
+    "blob_fit": _blob_fit,
 }
-CATEGORIES: Final = ("english", "python", "json", "chinese", "japanese", "emoji")
+CATEGORIES: Final = ("english", "python", "json", "chinese", "japanese", "emoji", "blob")
 """The categories the benchmark's target covers."""
 EXTRA_CATEGORIES: Final = ("scripts", "logs")
 """Measured and reported, but not part of the target range."""
+FIT_CATEGORIES: Final = (*(c for c in CATEGORIES if c != "blob"), *EXTRA_CATEGORIES, "blob_fit")
+"""What the calibration fits on: ``blob`` is measured on kinds of blob the fit never saw."""
 
 
 def samples(category: str, *, seed: int, count: int) -> list[str]:

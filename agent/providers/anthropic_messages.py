@@ -6,6 +6,10 @@ tool calls become ``tool_use`` blocks, tool results become ``tool_result``
 blocks inside a user turn, and consecutive same-role turns are merged, as the
 Messages API requires. A breakpoint on a message as a whole moves onto that
 message's last block.
+
+A streamed answer counts once its stop reason arrived; a stream that ends before
+that (dropped, closed early, or broken by an event that cannot be read) is a
+failed call, retried like a 5xx, carrying the usage ``message_start`` reported.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import anthropic
 
 from agent.messages import ChatMessage, ToolCall
 from agent.providers.base import ModelRequest, ModelResponse, Provider, chat_dicts
-from agent.providers.errors import translate
+from agent.providers.errors import READ_FAILURES, failed_call
 from agent.usage import Usage
 
 
@@ -39,15 +43,34 @@ class AnthropicProvider(Provider):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         params = to_anthropic(request)
+        if self._stream:
+            return await self._streamed(params, request.model)
         try:
-            if self._stream:
-                async with self._client.messages.stream(**params) as stream:
-                    message = await stream.get_final_message()
-            else:
-                message = await self._client.messages.create(**params)
-        except anthropic.APIError as error:
-            raise translate(error, sdk=anthropic, provider=self.name, model=request.model) from error
+            message = await self._client.messages.create(**params)
+        except (anthropic.APIError, *READ_FAILURES) as error:
+            raise failed_call(error, sdk=anthropic, provider=self.name, model=request.model, started=False) from error
         return from_anthropic(message, request.model)
+
+    async def _streamed(self, params: dict[str, Any], model: str) -> ModelResponse:
+        """The streamed answer, once its end (``message_delta`` with the stop reason) has arrived.
+
+        A connection lost after that loses nothing (only ``message_stop`` was still to come). Lost
+        before it, cut off cleanly, or broken by an unreadable event, the call failed, and what
+        ``message_start`` and any ``message_delta`` reported as used goes with the error.
+        """
+        stream: Any = None
+        failure: Exception | None = None
+        try:
+            async with self._client.messages.stream(**params) as stream:
+                await stream.until_done()
+        except (anthropic.APIError, *READ_FAILURES) as error:
+            failure = error
+        message = _snapshot(stream)
+        if message is not None and message.stop_reason is not None:
+            return from_anthropic(message, model)
+        billed = _usage(message.usage) if message is not None else Usage()
+        error = failed_call(failure, sdk=anthropic, provider=self.name, model=model, started=message is not None, billed=billed)
+        raise error from failure
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -132,15 +155,28 @@ def from_anthropic(message: Any, model: str) -> ModelResponse:
             texts.append(block.text)
         elif block.type == "tool_use":
             calls.append(ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input, ensure_ascii=False)))
-    usage = message.usage
     return ModelResponse(
         message=ChatMessage.assistant("".join(texts), calls),
-        usage=Usage(
-            input_tokens=usage.input_tokens or 0,
-            output_tokens=usage.output_tokens or 0,
-            cache_read_tokens=getattr(usage, "cache_read_input_tokens", 0) or 0,
-            cache_write_tokens=getattr(usage, "cache_creation_input_tokens", 0) or 0,
-        ),
+        usage=_usage(message.usage),
         stop_reason=message.stop_reason or "end_turn",
         model=getattr(message, "model", None) or model,
     )
+
+
+def _usage(usage: Any) -> Usage:
+    return Usage(
+        input_tokens=getattr(usage, "input_tokens", 0) or 0,
+        output_tokens=getattr(usage, "output_tokens", 0) or 0,
+        cache_read_tokens=getattr(usage, "cache_read_input_tokens", 0) or 0,
+        cache_write_tokens=getattr(usage, "cache_creation_input_tokens", 0) or 0,
+    )
+
+
+def _snapshot(stream: Any) -> Any:
+    """The message a stream has assembled so far; None before its ``message_start``."""
+    if stream is None:
+        return None
+    try:
+        return stream.current_message_snapshot
+    except AssertionError:  # the SDK's way of saying that nothing has started
+        return None

@@ -73,7 +73,10 @@ class Provider(abc.ABC):
 def chat_dicts(request: ModelRequest) -> list[dict[str, Any]]:
     """The request as chat-completions style dicts, with cache breakpoints when caching is on.
 
-    Breakpoints are placed first; the ephemeral text is then appended at the very
+    A blank assistant answer stored in the history (the model said nothing, or only whitespace)
+    is left out, and blank text around tool calls is sent as none: Anthropic refuses a
+    whitespace-only text block, and OpenRouter passes a Claude request on to Anthropic.
+    Breakpoints are placed next; the ephemeral text is then appended at the very
     end (to the last user turn, or as a user turn after tool results), so it never
     sits inside a cached prefix and the stored conversation never sees it.
     """
@@ -83,6 +86,8 @@ def chat_dicts(request: ModelRequest) -> list[dict[str, Any]]:
     for message in request.messages:
         if message.role == "system":
             raise ValueError("the system prompt goes in ModelRequest.system, not among the messages")
+        if message.role == "assistant" and not message.tool_calls and not message.content.strip():
+            continue  # a blank answer kept in the history: nothing to send, on any layout
         dicts.append(_chat_dict(message))
     if request.cache_ttl is not None:
         dicts = apply_cache_markers(dicts, ttl=request.cache_ttl, native=request.cache_native)
@@ -95,6 +100,8 @@ def _chat_dict(message: ChatMessage) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     data: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == "assistant" and not message.content.strip():
+        data["content"] = ""  # blank text around tool calls: a whitespace-only text block is refused
     if message.tool_calls:
         data["tool_calls"] = [
             {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}

@@ -6,6 +6,13 @@ Both SDKs expose the same three families under the same names
 provider passes its SDK module. An error reported inside a stream that had
 already started comes with status 200 (Anthropic) or as a bare ``APIError``
 (OpenAI-compatible servers); its kind is read from the error body.
+
+Reading an answer can fail outside those families: the connection drops
+mid-stream (the HTTP library's own ``RemoteProtocolError``, which the Anthropic
+SDK lets through), or an event or body is not JSON or not shaped as the API
+sends it (``ValueError`` and the like from the SDK's decoding). Those are
+:data:`READ_FAILURES`; :func:`failed_call` makes them retryable errors
+(``connection``, ``timeout``, ``malformed``) carrying what the call billed.
 """
 
 from __future__ import annotations
@@ -13,7 +20,23 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+try:  # the HTTP library the SDKs use (renamed httpx2 in their newer releases)
+    import httpx2 as httpx
+except ImportError:  # pragma: no cover - older SDKs
+    import httpx  # type: ignore[no-redef]
+
 from agent.errors import ContextTooLongError, ErrorKind, ProviderError
+from agent.usage import Usage
+
+READ_FAILURES: tuple[type[Exception], ...] = (
+    httpx.TransportError,
+    ValueError,  # JSON that does not parse; pydantic's ValidationError
+    LookupError,  # an event for a content block that never started
+    TypeError,
+    AttributeError,  # a chunk without the fields every chunk has
+    RuntimeError,  # the SDK's "unexpected event order"
+)
+"""What reading a started answer raises besides the SDK's own ``APIError``: a cut, or an unreadable event."""
 
 _CONTEXT_WORDING = (
     "prompt is too long",
@@ -118,3 +141,29 @@ def translate(error: Exception, *, sdk: ModuleType, provider: str, model: str) -
             retry_after=retry_after_seconds(getattr(getattr(error, "response", None), "headers", None)),
         )
     raise error
+
+
+def failed_call(
+    error: Exception | None, *, sdk: ModuleType, provider: str, model: str, started: bool, billed: Usage = Usage()
+) -> ProviderError:
+    """The ProviderError for a call whose answer did not arrive whole, carrying what the API reported as used.
+
+    ``error`` is what making the request or reading the answer raised (an SDK ``APIError`` or one of
+    :data:`READ_FAILURES`), or None when a stream ended cleanly but without the answer's end.
+    ``started``: some of the answer had arrived, so a lost connection is a cut, not an unreachable API.
+    """
+    if isinstance(error, sdk.APIConnectionError) and started and isinstance(error.__cause__, httpx.TransportError):
+        error = error.__cause__  # the OpenAI SDK wraps a cut as "Connection error."
+    if error is None:
+        failure = ProviderError(ErrorKind.CONNECTION, "the answer stream ended before the answer did", provider=provider, model=model)
+    elif isinstance(error, sdk.APIError):
+        failure = translate(error, sdk=sdk, provider=provider, model=model)
+    elif isinstance(error, httpx.TimeoutException):
+        failure = ProviderError(ErrorKind.TIMEOUT, f"the answer stream stalled: {error}", provider=provider, model=model)
+    elif isinstance(error, httpx.TransportError):
+        failure = ProviderError(ErrorKind.CONNECTION, f"the answer stream was cut off: {error}", provider=provider, model=model)
+    else:
+        reason = f"{type(error).__name__}: {error}"
+        failure = ProviderError(ErrorKind.MALFORMED, f"the answer could not be read ({reason})", provider=provider, model=model)
+    failure.billed = billed if billed != Usage() else None
+    return failure

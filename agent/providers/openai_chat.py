@@ -3,6 +3,9 @@ server (OpenRouter, vLLM, Ollama, LM Studio) reached through ``base_url``.
 
 Streaming responses are reassembled here, tool-call argument fragments
 included; usage comes from the final chunk (``stream_options.include_usage``).
+A stream counts as answered once a ``finish_reason`` arrived: one that ends
+before that (dropped, closed early, or broken by a chunk that cannot be read)
+is a failed call, retried like a 5xx.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import openai
 
 from agent.messages import ChatMessage, ToolCall
 from agent.providers.base import ModelRequest, ModelResponse, Provider, chat_dicts
-from agent.providers.errors import translate
+from agent.providers.errors import READ_FAILURES, failed_call
 from agent.usage import Usage
 
 # Models that take max_completion_tokens instead of max_tokens.
@@ -39,19 +42,35 @@ class OpenAIProvider(Provider):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         params = to_openai(request)
+        if self._stream:
+            return await self._streamed(params, request.model)
         try:
-            if self._stream:
-                stream = await self._client.chat.completions.create(
-                    **params, stream=True, stream_options={"include_usage": True}
-                )
-                assembled = _Assembly()
-                async for chunk in stream:
-                    assembled.add(chunk)
-                return assembled.response(request.model)
             completion = await self._client.chat.completions.create(**params)
-        except openai.APIError as error:
-            raise translate(error, sdk=openai, provider=self.name, model=request.model) from error
+        except (openai.APIError, *READ_FAILURES) as error:
+            raise failed_call(error, sdk=openai, provider=self.name, model=request.model, started=False) from error
         return from_openai(completion, request.model)
+
+    async def _streamed(self, params: dict[str, Any], model: str) -> ModelResponse:
+        """The streamed answer, once its end (a ``finish_reason``) has arrived.
+
+        A connection lost after that loses at most the usage chunk and ``[DONE]``. Lost before it,
+        cut off cleanly, or broken by an unreadable chunk, the call failed, and usage reported by
+        any chunk so far goes with the error.
+        """
+        assembled = _Assembly()
+        failure: Exception | None = None
+        try:
+            stream = await self._client.chat.completions.create(**params, stream=True, stream_options={"include_usage": True})
+            async for chunk in stream:
+                assembled.add(chunk)
+        except (openai.APIError, *READ_FAILURES) as error:
+            failure = error
+        if assembled.finish_reason is not None:
+            return assembled.response(model)
+        error = failed_call(
+            failure, sdk=openai, provider=self.name, model=model, started=assembled.started, billed=assembled.usage
+        )
+        raise error from failure
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -119,11 +138,14 @@ class _Assembly:
 
     text: list[str] = field(default_factory=list)
     calls: dict[int, _PartialCall] = field(default_factory=dict)
-    finish_reason: str = "stop"
+    finish_reason: str | None = None
+    """None until the answer's end arrived."""
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+    started: bool = False
 
     def add(self, chunk: Any) -> None:
+        self.started = True
         self.model = chunk.model or self.model
         if chunk.usage is not None:
             self.usage = normalize_usage(chunk.usage)
@@ -148,6 +170,6 @@ class _Assembly:
         return ModelResponse(
             message=ChatMessage.assistant("".join(self.text), calls),
             usage=self.usage,
-            stop_reason=self.finish_reason,
+            stop_reason=self.finish_reason or "stop",
             model=self.model or model,
         )

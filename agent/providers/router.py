@@ -1,11 +1,15 @@
 """Calling the model with retries and fallbacks.
 
 Each configured model gets a bounded number of attempts on retryable errors
-(429, 5xx, 529 overloaded, timeouts, connection errors) with exponential
-backoff and jitter, honouring the server's ``retry-after``. Then the next
-fallback model is tried. A context-length error is raised at once: the caller
-compacts and tries again. When every model failed, :class:`ModelUnavailableError`
-carries a message fit to show the user.
+(429, 5xx, 529 overloaded, timeouts, connection errors, streams cut off or
+broken mid-answer) with exponential backoff and jitter, honouring the server's
+``retry-after``. Then the next fallback model is tried. A context-length error
+is raised at once: the caller compacts and tries again. When every model
+failed, :class:`ModelUnavailableError` carries a message fit to show the user.
+
+A failed attempt may still have been billed (a stream cut after the API had
+reported the prompt's usage): the caller's ``on_billed`` hears of each one,
+so the turn's usage and cost include it.
 """
 
 from __future__ import annotations
@@ -20,10 +24,13 @@ import structlog
 from agent.caching import CachePolicy
 from agent.errors import ContextTooLongError, ErrorKind, ModelUnavailableError, ProviderError
 from agent.providers.base import ModelRequest, ModelResponse, Provider
+from agent.usage import Usage
 
 log = structlog.get_logger("agent.model")
 
 Sleep = Callable[[float], Awaitable[None]]
+Billed = Callable[[str, Usage], Awaitable[None]]
+"""Told of a failed attempt's usage: the model it went to, and what the API reported before it failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +80,12 @@ class ModelRouter:
     def primary(self) -> ModelTarget:
         return self.targets[0]
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(self, request: ModelRequest, *, on_billed: Billed | None = None) -> ModelResponse:
         """The first model that answers, in order; raises ContextTooLongError or ModelUnavailableError."""
         failures: list[ProviderError] = []
         for index, target in enumerate(self.targets):
             try:
-                return await self._with_retries(target, _for_target(request, target))
+                return await self._with_retries(target, _for_target(request, target), on_billed)
             except ContextTooLongError:
                 raise
             except ProviderError as error:
@@ -90,12 +97,14 @@ class ModelRouter:
                     log.warning("model.fallback", failed=target.model, kind=error.kind.value, next=nxt.model)
         raise ModelUnavailableError(user_message(failures[-1]), causes=failures)
 
-    async def _with_retries(self, target: ModelTarget, request: ModelRequest) -> ModelResponse:
+    async def _with_retries(self, target: ModelTarget, request: ModelRequest, on_billed: Billed | None) -> ModelResponse:
         attempt = 1
         while True:
             try:
                 return await target.provider.complete(request)
             except ProviderError as error:
+                if error.billed is not None and on_billed is not None:
+                    await on_billed(target.model, error.billed)
                 if not error.kind.retryable or attempt >= self._policy.max_attempts:
                     raise
                 if error.retry_after is not None and error.retry_after > self._policy.max_retry_after:
@@ -107,6 +116,7 @@ class ModelRouter:
                     model=target.model,
                     kind=error.kind.value,
                     status=error.status,
+                    error=error.args[0],
                     attempt=attempt,
                     delay_s=round(delay, 2),
                 )
@@ -138,5 +148,6 @@ def user_message(error: ProviderError) -> str:
         ErrorKind.SERVER: "is having an outage",
         ErrorKind.TIMEOUT: "did not answer in time",
         ErrorKind.CONNECTION: "cannot be reached",
+        ErrorKind.MALFORMED: "is sending answers I cannot read",
     }.get(error.kind, "failed")
     return f"The model service {busy} right now, so I couldn't answer. Please send your message again in a minute."

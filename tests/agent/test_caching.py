@@ -64,6 +64,16 @@ def test_native_layout_marks_tool_and_empty_assistant_at_top_level() -> None:
     assert out[3]["content"] == [{"type": "text", "text": "u", "cache_control": FIVE}]
 
 
+def test_blank_text_takes_no_breakpoint_on_either_layout() -> None:
+    msgs = [{"role": "system", "content": "sys"}] + [
+        {"role": r, "content": t} for r, t in [("user", "u1"), ("assistant", "a1"), ("user", "u2"), ("assistant", " \n"), ("user", "u3")]
+    ]
+    for native in (True, False):
+        out = apply_cache_markers(msgs, native=native)
+        assert marked(out) == [0, 2, 3, 5]  # the blank message's breakpoint went to the one before u2
+        assert out[4] == msgs[4]
+
+
 def test_never_more_than_four_breakpoints() -> None:
     msgs = [{"role": "system", "content": "s"}] + [{"role": "user", "content": str(i)} for i in range(20)]
     assert len(marked(apply_cache_markers(msgs))) == 4

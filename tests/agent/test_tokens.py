@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import math
+import uuid
 
 import pytest
 from hypothesis import given, settings
@@ -31,6 +35,71 @@ O200K_COUNTS = {
     "🎉🎉🔥👍🏽❤️🚀": 11,
     "👨\u200d👩\u200d👧": 8,
 }
+
+
+
+
+def noise(size: int, label: str) -> bytes:
+    """``size`` bytes that look random and are the same on every machine and Python version."""
+    blocks = (hashlib.sha256(f"{label}:{i}".encode()).digest() for i in range(math.ceil(size / 32)))
+    return b"".join(blocks)[:size]
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def pem(data: bytes) -> str:
+    body = base64.b64encode(data).decode()
+    lines = [body[i : i + 64] for i in range(0, len(body), 64)]
+    return "-----BEGIN CERTIFICATE-----\n" + "\n".join(lines) + "\n-----END CERTIFICATE-----"
+
+
+JWT_PARTS = (b'{"alg":"HS256","typ":"JWT"}', b'{"sub":"1234567890","name":"Ada Lovelace","iat":1716239022,"scope":"read write"}')
+# Pasted machine text, with its o200k_base token count (measured once by hand, like O200K_COUNTS).
+BLOBS = {
+    "base64": (base64.b64encode(noise(900, "file")).decode(), 828),
+    "base64 in a sentence": (f"Can you decode this? {base64.b64encode(noise(240, 'short')).decode()} Thanks!", 225),
+    "PEM": (pem(noise(600, "cert")), 573),
+    "sha256 list": ("\n".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(12)), 458),
+    "git commit": (f"commit {hashlib.sha1(b'one').hexdigest()}\nMerge: {hashlib.sha1(b'two').hexdigest()[:7]}\n\n    fix the retry", 35),
+    "JWT": ("Authorization: Bearer " + ".".join([*map(b64url, JWT_PARTS), b64url(noise(32, "signature"))]), 127),
+    "UUIDs": (json.dumps([{"id": str(uuid.UUID(bytes=noise(16, f"id{i}"))), "n": i} for i in range(8)]), 264),
+}
+# Long runs without spaces that are not blobs, with their o200k_base counts.
+NOT_BLOBS = {
+    "path": ("src/agent/providers/anthropic_messages_and_more.py", 11),
+    "CamelCase": ("AbstractSingletonProxyFactoryBeanWithLongName", 8),
+    "snake_case": ("this_is_a_very_long_snake_case_function_name", 11),
+    "URL with a number": ("https://github.com/anthropics/claude-code/issues/12345/comments", 17),
+    "long number": ("31415926535897932384626433832795028841971693993751", 17),
+    "minified JS": (
+        '!function(e,t){"object"==typeof exports&&"undefined"!=typeof module?module.exports=t():"function"=='
+        'typeof define&&define.amd?define(t):(e=e||self).Widget=t()}(this,function(){"use strict";var e=function'
+        "(e,t){return e+t};return{add:e}});",
+        69,
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "real"), BLOBS.values(), ids=BLOBS.keys())
+def test_blobs_are_estimated_within_the_target_band(text: str, real: int) -> None:
+    """Word weights put base64 at about 0.4 of its real count and hex at 0.7: a pasted blob would let
+    a conversation grow past its compaction threshold unnoticed."""
+    assert 0.8 <= estimate_text(text) / real <= 1.3
+
+
+@pytest.mark.parametrize(("text", "real"), NOT_BLOBS.values(), ids=NOT_BLOBS.keys())
+def test_long_words_paths_and_code_are_not_taken_for_blobs(text: str, real: int) -> None:
+    # At a blob's rate (about 0.6 tokens a character) each of these would come out 2-3 times too high;
+    # the usual weights are off by less on short identifiers.
+    assert 0.6 <= estimate_text(text) / real <= 1.7
+
+
+def test_a_blob_costs_the_same_wherever_it_is_pasted() -> None:
+    blob = base64.b64encode(noise(3000, "big")).decode()
+    alone, quoted = estimate_text(blob), estimate_text(f"Here it is:\n{blob}\nWhat is it?")
+    assert alone <= quoted <= alone + 12
 
 
 def chars_over_four(text: str) -> int:

@@ -5,7 +5,8 @@ Point the real SDKs at it::
     AsyncAnthropic(api_key="test", base_url=server.base_url)
     AsyncOpenAI(api_key="test", base_url=server.base_url + "/v1")
 
-Script replies with ``server.script(Text("hi"), ToolUse("memory", {...}), RateLimited(2))``;
+Script replies with ``server.script(Text("hi"), ToolUse("memory", {...}), RateLimited(2))``
+(``CutStream(Text("hi"), after=3)`` drops the connection mid-stream);
 read usage and cache figures from ``server.requests`` / ``server.last_request``.
 Token counting and cache rules are documented in ``prompt.py`` and ``cache.py``.
 """
@@ -18,8 +19,10 @@ from .replies import (
     MAX_STALL_SECONDS,
     AuthFailed,
     ContextTooLong,
+    CutStream,
     ErrorReply,
     InvalidRequest,
+    MalformedEvent,
     Overloaded,
     RateLimited,
     Reply,
@@ -37,9 +40,11 @@ __all__ = (
     "AuthFailed",
     "CacheFigures",
     "ContextTooLong",
+    "CutStream",
     "ErrorReply",
     "FakeClock",
     "InvalidRequest",
+    "MalformedEvent",
     "ModelServer",
     "Overloaded",
     "RateLimited",

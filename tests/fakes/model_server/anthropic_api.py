@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from aiohttp import web
-
 from .cache import MAX_BREAKPOINTS, CacheFigures
 from .prompt import PromptBlock, anthropic_blocks
 from .replies import ContextTooLong, ErrorReply, InvalidRequest
 from .turn import Turn, chunk_text
-from .wire import dumps, json_response, send_sse
+from .wire import dumps
 
 STOP_REASONS = {"end": "end_turn", "tool": "tool_use", "truncated": "max_tokens"}
 
@@ -87,13 +85,9 @@ class AnthropicDialect:
             "usage": dict(usage),
         }
 
-    async def send(
-        self, request: web.Request, message: Mapping[str, Any], body: Mapping[str, Any], headers: Mapping[str, str]
-    ) -> web.StreamResponse:
-        """Send ``message`` as JSON or as the Messages SSE event sequence."""
-        if not body.get("stream"):
-            return json_response(message, headers=headers)
-        return await send_sse(request, ((name, dumps(data)) for name, data in stream_events(message)), headers)
+    def sse_events(self, message: Mapping[str, Any], body: Mapping[str, Any]) -> list[tuple[str | None, str]]:
+        """``message`` as the Messages SSE event sequence: (event name, data) pairs."""
+        return [(name, dumps(data)) for name, data in stream_events(message)]
 
 
 def content_blocks(turn: Turn) -> list[dict[str, Any]]:

@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from aiohttp import web
-
 from .cache import CacheFigures
 from .prompt import PromptBlock, openai_blocks
 from .replies import ContextTooLong, ErrorReply
 from .turn import Turn, chunk_text
-from .wire import dumps, json_response, send_sse
+from .wire import dumps
 
 FINISH_REASONS = {"end": "stop", "tool": "tool_calls", "truncated": "length"}
 
@@ -80,15 +78,11 @@ class OpenAIDialect:
             "system_fingerprint": None,
         }
 
-    async def send(
-        self, request: web.Request, message: Mapping[str, Any], body: Mapping[str, Any], headers: Mapping[str, str]
-    ) -> web.StreamResponse:
-        """Send the completion as JSON, or as ``data:`` chunks ending in ``[DONE]``."""
-        if not body.get("stream"):
-            return json_response(message, headers=headers)
+    def sse_events(self, message: Mapping[str, Any], body: Mapping[str, Any]) -> list[tuple[str | None, str]]:
+        """The completion as unnamed ``data:`` chunks ending in ``[DONE]``."""
         options = body.get("stream_options") or {}
         chunks = [dumps(chunk) for chunk in stream_chunks(message, bool(options.get("include_usage")))]
-        return await send_sse(request, ((None, data) for data in [*chunks, "[DONE]"]), headers)
+        return [(None, data) for data in [*chunks, "[DONE]"]]
 
 
 def assistant_message(turn: Turn) -> dict[str, Any]:

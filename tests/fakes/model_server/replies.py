@@ -8,6 +8,8 @@ into either API's wire format:
   preceded by text (``tool_use`` / ``tool_calls``).
 * :class:`ErrorReply` subclasses - an HTTP error in the API's own JSON shape.
 * :class:`Timeout` - hold the request open longer than the client waits.
+* :class:`CutStream` / :class:`MalformedEvent` - a success reply whose stream
+  breaks: the connection drops after some events, or an event is not JSON.
 """
 
 from __future__ import annotations
@@ -203,7 +205,45 @@ class Timeout:
 
 
 SuccessReply: TypeAlias = Text | ToolUse | ToolCalls
-Reply: TypeAlias = Text | ToolUse | ToolCalls | ErrorReply | Timeout
+
+
+@dataclass(frozen=True)
+class CutStream:
+    """Send ``reply`` but stop after ``after`` events (SSE events, or chunks on OpenAI; a negative
+    ``after`` counts from the end: ``-1`` leaves out the last one).
+
+    The connection drops and the body's chunked encoding is never finished, as when a proxy or the
+    API's own front end goes away mid-answer: the client's HTTP library reports the body as
+    incomplete. With ``abrupt=False`` the body ends properly instead, as if the answer were whole.
+    The request is accounted (usage, cache) as the whole reply would have been. A request that did
+    not ask for a stream gets the first half of its JSON body, then the drop.
+    """
+
+    reply: SuccessReply
+    after: int = 1
+    abrupt: bool = True
+
+
+MALFORMED_DATA = '{"type": "content_block_delta", "index": 0, "delta": {"type": "text_de'
+"""An event cut off inside its JSON, as a broken proxy or upstream might send it."""
+
+
+@dataclass(frozen=True)
+class MalformedEvent:
+    """Send ``reply``, with one event whose data is not JSON after the first ``after`` events.
+
+    The broken event takes the name of the event it precedes (Anthropic's SDK skips unnamed
+    events); the rest of the reply follows as usual. A request that did not ask for a stream gets
+    ``data`` as its whole body.
+    """
+
+    reply: SuccessReply
+    after: int = 1
+    data: str = MALFORMED_DATA
+
+
+StreamFault: TypeAlias = CutStream | MalformedEvent
+Reply: TypeAlias = Text | ToolUse | ToolCalls | ErrorReply | Timeout | CutStream | MalformedEvent
 
 
 def as_calls(reply: ToolUse | ToolCalls) -> ToolCalls:

@@ -20,16 +20,19 @@ from .records import Api, RequestRecord
 from .replies import (
     AuthFailed,
     ContextTooLong,
+    CutStream,
     ErrorReply,
     InvalidRequest,
+    MalformedEvent,
     Reply,
+    StreamFault,
     SuccessReply,
     Text,
     Timeout,
     Unavailable,
 )
 from .turn import Turn, build_turn
-from .wire import json_response
+from .wire import json_response, send_broken_json, send_sse
 
 Responder = Callable[[RequestRecord], Reply | None]
 """A callable policy: gets the request record, returns a reply (or None for the default)."""
@@ -59,9 +62,7 @@ class Dialect(Protocol):
         self, message_id: str, model: str, turn: Turn, usage: Mapping[str, Any], created: int
     ) -> dict[str, Any]: ...
 
-    async def send(
-        self, request: web.Request, message: Mapping[str, Any], body: Mapping[str, Any], headers: Mapping[str, str]
-    ) -> web.StreamResponse: ...
+    def sse_events(self, message: Mapping[str, Any], body: Mapping[str, Any]) -> list[tuple[str | None, str]]: ...
 
 
 ANTHROPIC = AnthropicDialect()
@@ -241,7 +242,7 @@ class ModelServer:
             return self.context_limit.get(model)
         return self.context_limit
 
-    async def _resolve_reply(self, record: RequestRecord) -> SuccessReply | ErrorReply:
+    async def _resolve_reply(self, record: RequestRecord) -> SuccessReply | StreamFault | ErrorReply:
         reply = self._next_reply(record)
         if not isinstance(reply, Timeout):
             return reply
@@ -284,9 +285,10 @@ class ModelServer:
         return json_response(record.response, status=record.status, headers=headers)
 
     async def _succeed(
-        self, request: web.Request, record: RequestRecord, dialect: Dialect, reply: SuccessReply
+        self, request: web.Request, record: RequestRecord, dialect: Dialect, reply: SuccessReply | StreamFault
     ) -> web.StreamResponse:
-        turn = build_turn(reply, lambda: self._new_id(dialect.call_id_prefix))
+        fault = reply if isinstance(reply, (CutStream, MalformedEvent)) else None
+        turn = build_turn(fault.reply if fault else reply, lambda: self._new_id(dialect.call_id_prefix))
         cache = self.anthropic_cache if dialect.api == "anthropic" else self.openai_cache
         record.figures = cache.account(record.model, record.blocks)
         record.usage = dialect.usage(record.figures, turn)
@@ -294,4 +296,8 @@ class ModelServer:
         record.response = dialect.message(message_id, record.model, turn, record.usage, int(self.clock.now()))
         record.reply, record.status = reply, 200
         headers = {dialect.request_id_header: self._new_id("req_fake_")}
-        return await dialect.send(request, record.response, record.body, headers)
+        if record.stream:
+            return await send_sse(request, dialect.sse_events(record.response, record.body), headers, fault)
+        if fault is not None:
+            return await send_broken_json(request, record.response, headers, fault)
+        return json_response(record.response, headers=headers)
