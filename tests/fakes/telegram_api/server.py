@@ -11,7 +11,9 @@ The test side (see :mod:`.users` for injecting user messages):
 
 * :attr:`TelegramAPI.sent` - the bot's messages in the order accepted;
   :meth:`TelegramAPI.wait_sent` waits for them.
-* :attr:`TelegramAPI.calls` - every request, with its parameters and time.
+* :attr:`TelegramAPI.calls` - every request, with its parameters and time;
+  :attr:`TelegramAPI.answered` - the ones answered so far (a long poll is in
+  ``calls`` but not here while it waits).
 * :meth:`TelegramAPI.fail` - scripted error answers per method (429 with
   ``retry_after``, 5xx, a markup the server "cannot parse", a broken proxy's HTML page).
 * :attr:`TelegramAPI.conflict` - answer ``getUpdates`` with 409, as when a
@@ -79,6 +81,7 @@ class TelegramAPI(WebhookSide):
         self.bot = User(id=int(token.split(":")[0]), first_name="Switchboard", username="switchboard_test_bot", is_bot=True)
         self.sent: list[BotMessage] = []
         self.calls: list[Call] = []
+        self.answered: list[Call] = []
         self.actions: list[tuple[int, str, int | None]] = []
         self.conflict = False
         self.blocked: set[int] = set()
@@ -153,8 +156,16 @@ class TelegramAPI(WebhookSide):
         params = await read_params(request)
         async with self.changed:
             peer = request.transport.get_extra_info("peername") if request.transport else None
-            self.calls.append(Call(method, params, time.monotonic(), peer[1] if peer else 0))
+            call = Call(method, params, time.monotonic(), peer[1] if peer else 0)
+            self.calls.append(call)
             self.changed.notify_all()
+        response = await self._answer(request, method, params)
+        async with self.changed:
+            self.answered.append(call)
+            self.changed.notify_all()
+        return response
+
+    async def _answer(self, request: web.Request, method: str, params: dict[str, Any]) -> web.Response:
         if request.match_info["token"] != self.token:
             return error(401, "Unauthorized")
         scripted = self._failures.get(method)
