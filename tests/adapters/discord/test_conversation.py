@@ -89,3 +89,15 @@ async def test_a_long_reply_arrives_in_order_in_chunks_of_at_most_2000_character
     assert str(sent[0].reference["message_id"]) == message["id"]
     assert all(s.reference is None for s in sent[1:])
     assert len({s.nonce for s in sent}) == len(sent)
+
+
+async def test_commands_are_typed_as_messages_in_a_dm_and_after_a_mention_in_a_server(
+    start_gateway: StartGateway, emulator: DiscordEmulator, model_server: ModelServer
+) -> None:
+    await start_gateway()
+    await emulator.dm(ALICE, "/status")
+    await emulator.wait_sent(1)
+    await emulator.server_message(ALICE, "/whoami", mention=True)
+    first, second = await emulator.wait_sent(2)
+    assert first.content.startswith("No conversation yet") and second.content.startswith("Name: ")
+    assert model_server.requests == []
