@@ -100,4 +100,3 @@ def render(markdown_text: str, markup: Markup, *, max_length: int, length_unit: 
     if chunks or not markdown_text.strip():
         return chunks
     return split(lower_literal(markdown_text), dialect, _PLAIN, limit=max_length, unit=length_unit)
-

@@ -16,7 +16,10 @@ nothing else fits.
 
 A chunk closes every wrapper still open at its end and the next one reopens them,
 so tags balance and code fences are closed and reopened with their language.
-Whitespace at a cut is dropped, except inside code.
+Whitespace at a cut is dropped, except inside code. Inline code is cut only where
+neither part would end or begin with its delimiter's character (a backtick there
+would merge into the delimiter around it); where no such place is in reach, the
+code is padded with a space inside its delimiters, which makes every place safe.
 """
 
 from __future__ import annotations
