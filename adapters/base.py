@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import ValidationError
 
-from gateway.events import InboundMessage, Markup, OutboundMessage
+from gateway.events import CommandMenu, InboundMessage, Markup, OutboundMessage
 
 Intake = Callable[[InboundMessage], Awaitable[None]]
 """Hands one inbound message to the gateway; returns once the gateway has accepted (stored) it."""
@@ -131,6 +131,9 @@ class Adapter(abc.ABC):
     capabilities: ClassVar[Capabilities]
 
     def __init__(self) -> None:
+        self.commands = CommandMenu()
+        """The chat commands the gateway answers (set by ``gateway.adapter_loader`` before start). An
+        adapter whose platform shows a menu of commands publishes them when it starts; others ignore it."""
         self._state = AdapterState.NEW
         self._detail = ""
         self._last_inbound_at: float | None = None

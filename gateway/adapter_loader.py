@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from adapters.base import Adapter, AdapterError
 from config.loader import LoadedConfig
+from gateway.commands import COMMAND_MENU
 
 ADAPTER_CLASSES: dict[str, str] = {
     "telegram": "adapters.telegram:TelegramAdapter",
@@ -20,7 +21,7 @@ ADAPTER_CLASSES: dict[str, str] = {
 
 
 def load_adapter(platform: str, loaded: LoadedConfig) -> Adapter:
-    """Import and construct the adapter for ``platform`` from its config section."""
+    """Import and construct the adapter for ``platform`` from its config section, with the gateway's commands."""
     module_name, _, class_name = ADAPTER_CLASSES[platform].partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -36,7 +37,9 @@ def load_adapter(platform: str, loaded: LoadedConfig) -> Adapter:
         ) from error
     adapter_class = getattr(module, class_name)
     section = getattr(loaded.settings.platforms, platform)
-    return adapter_class.from_config(section)
+    adapter: Adapter = adapter_class.from_config(section)
+    adapter.commands = COMMAND_MENU
+    return adapter
 
 
 def load_adapters(platforms: Iterable[str], loaded: LoadedConfig) -> list[Adapter]:

@@ -215,3 +215,26 @@ class OutboundMessage:
     been accepted just before the crash). A platform without idempotency keys (Slack) can first look
     for the chunk by its ``nonce``; adapters that ignore this field still work, at the risk of a
     duplicate."""
+
+
+@dataclass(frozen=True, slots=True)
+class MenuCommand:
+    """A chat command as a platform's command menu lists it (Telegram's list behind "/")."""
+
+    name: str
+    """Without the slash, lower-case."""
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class CommandMenu:
+    """The chat commands the gateway answers, per kind of chat, for platforms that show a menu of them.
+
+    Built from the gateway's command table (``gateway.commands``) and handed to each adapter
+    before it starts; an adapter whose platform has no such menu ignores it.
+    """
+
+    private: tuple[MenuCommand, ...] = ()
+    """Offered in direct messages."""
+    groups: tuple[MenuCommand, ...] = ()
+    """Offered in group chats."""

@@ -20,12 +20,13 @@ from aiogram.exceptions import (
     TelegramServerError,
     TelegramUnauthorizedError,
 )
-from aiogram.methods import DeleteWebhook, GetMe, SetWebhook
+from aiogram.methods import DeleteWebhook, GetMe, SetMyCommands, SetWebhook
+from aiogram.types import BotCommand, BotCommandScopeAllGroupChats, BotCommandScopeAllPrivateChats
 from aiogram.utils.token import TokenValidationError, validate_token
 
 from adapters.base import Adapter, AdapterError, AdapterState, Capabilities, Intake
 from adapters.http_listener import ListenerLimits
-from gateway.events import Markup, OutboundMessage
+from gateway.events import Markup, MenuCommand, OutboundMessage
 
 from .convert import PLATFORM, BotIdentity
 from .polling import ALLOWED_UPDATES, Poller, PollingSettings
@@ -82,6 +83,7 @@ class TelegramAdapter(Adapter):
         self._webhook: WebhookServer | None = None
         self._watchdog: WebhookWatchdog | None = None
         self._connecting: asyncio.Task[None] | None = None
+        self._menu: asyncio.Task[None] | None = None
 
     @classmethod
     def from_config(cls, section: Any) -> TelegramAdapter:
@@ -150,6 +152,26 @@ class TelegramAdapter(Adapter):
             self._poller.start()
         log.info("telegram.started", bot=f"@{identity.username}", mode=self.settings.mode,
                  api=self.settings.api_base_url or "api.telegram.org")  # fmt: skip
+        if self.commands.private or self.commands.groups:
+            self._menu = asyncio.create_task(self._publish_commands(bot), name="telegram-commands")
+
+    async def _publish_commands(self, bot: Bot) -> None:
+        """Fill the menu Telegram shows behind "/" (one list for DMs, one for groups). A refusal is logged
+        and changes nothing else: typed commands work without the menu."""
+        scopes = (
+            ("private", BotCommandScopeAllPrivateChats(), self.commands.private),
+            ("groups", BotCommandScopeAllGroupChats(), self.commands.groups),
+        )
+        for name, scope, commands in scopes:
+            if not commands:
+                continue
+            try:
+                await bot(SetMyCommands(commands=_bot_commands(commands), scope=scope), request_timeout=START_TIMEOUT)
+            except (TelegramAPIError, ClientDecodeError, TimeoutError) as error:
+                log.warning("telegram.commands.not_set", scope=name, error=str(error),
+                            hint="the / menu in Telegram stays as it was; commands still work when typed")  # fmt: skip
+            else:
+                log.info("telegram.commands.set", scope=name, commands=len(commands))
 
     async def _identify(self, bot: Bot) -> BotIdentity:
         me = await self._call_at_start(bot, GetMe(), "getMe")
@@ -198,11 +220,12 @@ class TelegramAdapter(Adapter):
             raise AdapterError(detail) from error
 
     async def stop_intake(self) -> None:
-        if self._connecting is not None:
-            connecting, self._connecting = self._connecting, None
-            connecting.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await connecting
+        for task in (self._connecting, self._menu):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._connecting = self._menu = None
         if self._poller is not None:
             poller, self._poller = self._poller, None
             await poller.stop()
@@ -237,3 +260,7 @@ class TelegramAdapter(Adapter):
         if self._sender is None:
             raise AdapterError("the Telegram adapter is not connected (not started, or closed)")
         return self._sender
+
+
+def _bot_commands(commands: tuple[MenuCommand, ...]) -> list[BotCommand]:
+    return [BotCommand(command=command.name, description=command.description) for command in commands]

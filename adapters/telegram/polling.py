@@ -15,6 +15,12 @@ network, a proxy swallowing long requests), the watchdog throws away the
 connection and starts polling again on a new one, with growing pauses, and
 the adapter's status says so. A 409 Conflict (another process polls the same
 token) is reported as such and retried slowly instead of in a tight loop.
+
+Recovery shows at once: while polling is not known to work (at start, after an
+error, a stall or a 409), getUpdates is asked not to wait for news (timeout 0),
+so the first request Telegram answers marks the adapter running again, instead
+of a long poll that would keep /health degraded for up to ``poll_timeout``
+seconds after Telegram is back. Long polling resumes with the next request.
 """
 
 from __future__ import annotations
@@ -156,7 +162,7 @@ class Poller:
                     self.offset = update_id + 1
 
     async def _get_updates(self, bot: Bot) -> list[Any] | None:
-        timeout = self.settings.poll_timeout
+        timeout = self.settings.poll_timeout if self._healthy else 0  # until one works, ask without waiting
         method = RawGetUpdates(offset=self.offset, timeout=timeout, allowed_updates=ALLOWED_UPDATES)
         try:
             updates = await bot(method, request_timeout=timeout + 15)

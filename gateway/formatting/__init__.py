@@ -27,7 +27,7 @@ from gateway.events import Markup
 from gateway.formatting.chunking import MIN_LENGTH, Chunk, split
 from gateway.formatting.dialect import Dialect, PlainText
 from gateway.formatting.discord_md import DiscordMarkdown
-from gateway.formatting.layout import lower
+from gateway.formatting.layout import lower, lower_literal
 from gateway.formatting.lengths import LengthUnit, measure
 from gateway.formatting.markdown import parse
 from gateway.formatting.slack_mrkdwn import DEFAULT_MAX_LENGTH as SLACK_MAX_LENGTH
@@ -81,7 +81,10 @@ def render(markdown_text: str, markup: Markup, *, max_length: int, length_unit: 
     text left after parsing). Cuts fall on
     a blank line, then a line break, then a space, and only then inside a word;
     formatting and code fences open at a cut are closed and reopened. Nothing is
-    dropped except whitespace at the cuts. Empty or blank input gives no chunks.
+    dropped except whitespace at the cuts. Empty or blank input gives no chunks;
+    any other input gives at least one: Markdown that shows nothing once rendered
+    (a lone ``#`` or ``>``, an opening fence, ``[]()``) is sent as written, escaped
+    so the platform shows it literally.
 
     Raises ``ValueError`` for a limit below :data:`MIN_LENGTH` or an unknown unit.
     """
@@ -93,4 +96,7 @@ def render(markdown_text: str, markup: Markup, *, max_length: int, length_unit: 
         return [Chunk(simple, simple)]
     dialect = dialect_for(markup)
     pieces = lower(parse(markdown_text), bullets=dialect.bullets)
-    return split(pieces, dialect, _PLAIN, limit=max_length, unit=length_unit)
+    chunks = split(pieces, dialect, _PLAIN, limit=max_length, unit=length_unit)
+    if chunks or not markdown_text.strip():
+        return chunks
+    return split(lower_literal(markdown_text), dialect, _PLAIN, limit=max_length, unit=length_unit)

@@ -16,7 +16,10 @@ nothing else fits.
 
 A chunk closes every wrapper still open at its end and the next one reopens them,
 so tags balance and code fences are closed and reopened with their language.
-Whitespace at a cut is dropped, except inside code.
+Whitespace at a cut is dropped, except inside code. Inline code is cut only where
+neither part would end or begin with its delimiter's character (a backtick there
+would merge into the delimiter around it); where no such place is in reach, the
+code is padded with a space inside its delimiters, which makes every place safe.
 """
 
 from __future__ import annotations
@@ -257,6 +260,8 @@ class _Cutter:
         costs = self._char_costs(piece, states) if piece.brk is None else None
         fits = self._fitting(costs) if costs else 0
         word = self._word_split(piece, fits, costs) if costs and _loose(piece) else None
+        if word is not None and not self._clean(piece, word[0], word[1]):
+            word = None
         half = self.limit // 2
         for level in (Brk.PARA, Brk.LINE, Brk.WORD):
             if level == Brk.WORD and word is not None and word[2] >= half:
@@ -271,10 +276,14 @@ class _Cutter:
             return self._take(best)
         if fits > 0:
             hard = self._hard_split(piece.text, fits, loose=_loose(piece))
+            if hard > 0 and not self._clean(piece, hard, hard):
+                hard = self._clean_before(piece, hard)
             if hard > 0:
                 return self._split(over, hard, hard)
         if candidates:
             return self._take(candidates[-1][0])
+        if self._pad_code(over):
+            return self._cut(start)
         if not piece.wraps or piece.brk is not None:
             raise ValueError(f"cannot fit any text of {piece!r} in {self.limit}")
         self._unwrap(over)
@@ -302,6 +311,47 @@ class _Cutter:
         so no chunk is left with only plain-text content."""
         if index < len(self.pieces) and self.pieces[index].plain_only:
             self._set(index, replace(self.pieces[index], plain_only=False))
+
+    def _clean(self, piece: Piece, left_end: int, right_start: int) -> bool:
+        """Whether cutting ``piece`` there keeps each part apart from the delimiters around it.
+
+        Inside inline code nothing is escaped, so a part that begins or ends with the character
+        its delimiter is made of (a backtick, in Markdown) would merge with it: ``a`b`` cut after
+        the first backtick would read ````a```` + ````, a run that closes nothing.
+        """
+        text = piece.text
+        if _loose(piece):  # the whitespace at the cut is dropped: the parts end where it starts
+            while left_end > 0 and text[left_end - 1].isspace():
+                left_end -= 1
+            while right_start < len(text) and text[right_start].isspace():
+                right_start += 1
+        last, first = text[left_end - 1 : left_end], text[right_start : right_start + 1]
+        for target in self.targets:
+            stack = target.stack(piece)
+            if stack and stack[-1].kind == WrapKind.CODE:
+                write = target.dialect.text
+                if last and write(last, piece.kind, stack)[-1:] == target.dialect.close(stack[-1])[:1]:
+                    return False
+                if first and write(first, piece.kind, stack)[:1] == target.dialect.open(stack[-1])[-1:]:
+                    return False
+        return True
+
+    def _clean_before(self, piece: Piece, cut: int) -> int:
+        """The latest clean cut (see :meth:`_clean`) before ``cut`` that falls on a character boundary; 0 if none."""
+        while cut > 0 and not (is_boundary(piece.text, cut) and self._clean(piece, cut, cut)):
+            cut -= 1
+        return cut
+
+    def _pad_code(self, index: int) -> bool:
+        """Pad the inline code of the piece at ``index`` with a space inside its delimiters, so any cut
+        is clean (for code where none is: every place within reach touches a backtick). False when it
+        is no unpadded inline code."""
+        piece = self.pieces[index]
+        code = piece.wraps[-1] if piece.wraps else None
+        if code is None or code.kind != WrapKind.CODE or code.flag:
+            return False
+        self._set(index, replace(piece, wraps=(*piece.wraps[:-1], code._replace(flag=True))))
+        return True
 
     def _unwrap(self, index: int) -> None:
         """Write a piece whose wrappers alone exceed the limit without them.

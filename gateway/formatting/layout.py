@@ -15,6 +15,7 @@ ends with one. Word breaks are found later, inside text pieces.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
@@ -120,6 +121,20 @@ def lower(blocks: Iterable[Block], *, bullets: Sequence[str]) -> list[Piece]:
     lowerer = _Lowerer(tuple(bullets))
     lowerer.blocks(tuple(blocks), _Ctx())
     return lowerer.out
+
+
+def lower_literal(text: str) -> list[Piece]:
+    """``text`` as text, not Markdown: its lines as written (trailing spaces dropped), with line
+    and paragraph breaks between. For a reply whose Markdown shows nothing once rendered."""
+    pieces: list[Piece] = []
+    for paragraph in re.split(r"\n[ \t]*\n\s*", text.strip()):
+        if pieces:
+            pieces.append(Piece("\n\n", brk=Brk.PARA))
+        for number, line in enumerate(paragraph.split("\n")):
+            if number:
+                pieces.append(Piece("\n", brk=Brk.LINE))
+            pieces.append(Piece(line.rstrip()))
+    return pieces
 
 
 def block_prefix(a: tuple[Wrap, ...], b: tuple[Wrap, ...]) -> tuple[Wrap, ...]:

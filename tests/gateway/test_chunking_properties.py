@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from gateway.events import Markup
 from gateway.formatting import measure, render
-from tests.gateway.test_formatting_checks import check_chunks, fences_balanced, telegram_errors
+from tests.gateway.test_formatting_checks import check_chunks, fences_balanced, telegram_errors, telegram_text
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCXYZ0123456789"
 _CJK = "中文日本語한국어的是了。，"
@@ -146,3 +146,19 @@ def test_any_text_at_all_renders_safely(source: str, markup: Markup, limit: int,
             assert telegram_errors(chunk.text) == [], chunk.text
         elif markup != Markup.PLAIN:
             assert fences_balanced(chunk.text), chunk.text
+
+
+markup_only = st.text(alphabet="`#>[]()*_~|-+!:.\\ \t\n", min_size=1, max_size=40)
+"""Replies made of Markdown's own characters: many of them (an opening fence, a lone ``#``) show nothing."""
+
+
+@SETTINGS
+@given(source=st.one_of(markup_only, st.text(max_size=60)), markup=markups, limit=limits, unit=units)
+def test_a_reply_that_is_not_blank_always_shows_something(source: str, markup: Markup, limit: int, unit: str) -> None:
+    assume(source.strip())
+    chunks = render(source, markup, max_length=limit, length_unit=unit)
+    assert chunks, "nothing would be sent"
+    for chunk in chunks:
+        shown = telegram_text(chunk.text) if markup == Markup.TELEGRAM_HTML else chunk.text
+        assert shown.strip() and chunk.plain.strip(), chunk
+        assert measure(chunk.text, unit) <= limit and measure(chunk.plain, unit) <= limit

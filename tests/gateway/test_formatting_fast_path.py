@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from gateway.events import Markup
 from gateway.formatting import Chunk, dialect_for, render
 from gateway.formatting.chunking import split
-from gateway.formatting.layout import lower
+from gateway.formatting.layout import lower, lower_literal
 from gateway.formatting.markdown import parse
 
 ASCII_PROSE = st.text(alphabet=st.sampled_from("abcXYZ019 .,:;'\"?!-+=/@$%^{}~*_`#>|()[]<&\n\t"), max_size=60)
@@ -19,8 +19,11 @@ WORDS = st.lists(st.sampled_from(["Done", "the", "deploy", "1.", "-", "+", "ok:"
 
 
 def full_pipeline(text: str, markup: Markup, limit: int) -> list[Chunk]:
-    dialect = dialect_for(markup)
-    return split(lower(parse(text), bullets=dialect.bullets), dialect, dialect_for(Markup.PLAIN), limit=limit, unit="utf16")
+    dialect, plain = dialect_for(markup), dialect_for(Markup.PLAIN)
+    chunks = split(lower(parse(text), bullets=dialect.bullets), dialect, plain, limit=limit, unit="utf16")
+    if chunks or not text.strip():
+        return chunks
+    return split(lower_literal(text), dialect, plain, limit=limit, unit="utf16")  # shows nothing: as written
 
 
 @settings(max_examples=400, deadline=None)

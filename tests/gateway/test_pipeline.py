@@ -9,6 +9,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
 from structlog.testing import capture_logs
 
 from adapters.base import RateLimited
@@ -17,8 +18,9 @@ from gateway.events import ChatType, InboundMessage, Markup
 from gateway.formatting import render
 from gateway.turns import INTERRUPTED_RESULT, NOTHING_TO_ADD
 from storage import NewMessage, Store, ToolCallRecord
-from tests.fakes.adapter import TelegramHtmlLoopbackAdapter
+from tests.fakes.adapter import LoopbackAdapter, TelegramHtmlLoopbackAdapter
 from tests.fakes.model_server import ModelServer, Text, Timeout, ToolCalls, ToolUse
+from tests.fakes.telegram_api import parse_html
 from tests.gateway.conftest import GatewayFactory, settled, spoken
 from tests.waiting import eventually
 
@@ -56,6 +58,26 @@ async def test_a_blank_answer_still_gets_the_user_a_reply(start_gateway: Gateway
     await running.adapter.inject("hello again", chat_id="c1")
     await running.adapter.wait_sent(2)
     assert model_server.requests[-1].status == 200 and "hello again" in running.adapter.texts()[-1]
+
+
+RENDERS_TO_NOTHING = ["```", "```python", "#", ">", "[]()", "` `"]
+"""Answers whose Markdown, rendered, shows nothing: an opening fence, a lone heading or quote
+marker, an empty link, a code span of a space."""
+
+
+@pytest.mark.parametrize("adapter_class", [LoopbackAdapter, TelegramHtmlLoopbackAdapter])
+@pytest.mark.parametrize("answer", RENDERS_TO_NOTHING)
+async def test_an_answer_that_renders_to_nothing_is_sent_as_written(
+    start_gateway: GatewayFactory, model_server: ModelServer, answer: str, adapter_class: type[LoopbackAdapter]
+) -> None:
+    running = await start_gateway(adapter=adapter_class())
+    model_server.script(Text(answer))
+    await running.adapter.inject("say something odd", chat_id="c1")
+    await settled(running.store)
+    shown = [parse_html(m.text) if m.markup is Markup.TELEGRAM_HTML else m.text for m in running.adapter.sent]
+    assert shown == [answer], "the user got no reply"
+    (session,) = await running.store.list_sessions()
+    assert [m.content for m in await running.store.load_messages(session.id)] == ["say something odd", answer]
 
 
 async def test_a_tool_call_a_crash_left_unanswered_gets_a_stub_result(start_gateway: GatewayFactory, model_server: ModelServer) -> None:

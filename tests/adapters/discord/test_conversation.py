@@ -8,6 +8,7 @@ from adapters.base import AdapterState
 from tests.adapters.discord.conftest import ALICE, StartGateway, eventually
 from tests.fakes.discord_api import MESSAGE_CONTENT_INTENT, DiscordEmulator
 from tests.fakes.model_server import ModelServer, Text, Timeout
+from tests.gateway.test_chunking_code_spans import code_spans
 
 
 async def test_a_dm_gets_a_reply_that_references_it(
@@ -89,3 +90,33 @@ async def test_a_long_reply_arrives_in_order_in_chunks_of_at_most_2000_character
     assert str(sent[0].reference["message_id"]) == message["id"]
     assert all(s.reference is None for s in sent[1:])
     assert len({s.nonce for s in sent}) == len(sent)
+
+
+async def test_inline_code_with_backticks_cut_between_messages_stays_code_in_each(
+    start_gateway: StartGateway, emulator: DiscordEmulator, model_server: ModelServer
+) -> None:
+    # Longer than a message and next to a backtick wherever it is cut: a part closed with its own
+    # backticks merged into the delimiter, and Discord showed the rest as a code block.
+    code = "x`" * 1200 + "x"
+    await start_gateway()
+    model_server.script(Text(f"Here: ``{code}`` and that is all."))
+    await emulator.dm(ALICE, "show me the weird code")
+    await eventually(lambda: "that is all" in " ".join(s.content for s in emulator.world.sent))
+    parts: list[str] = []
+    for sent in emulator.world.sent:
+        spans, outside = code_spans(sent.content)
+        assert "`" not in outside, f"a stray backtick run in {sent.content[:40]!r}...{sent.content[-40:]!r}"
+        parts += spans
+    assert "".join(parts) == code and len(parts) >= 2
+
+
+async def test_commands_are_typed_as_messages_in_a_dm_and_after_a_mention_in_a_server(
+    start_gateway: StartGateway, emulator: DiscordEmulator, model_server: ModelServer
+) -> None:
+    await start_gateway()
+    await emulator.dm(ALICE, "/status")
+    await emulator.wait_sent(1)
+    await emulator.server_message(ALICE, "/whoami", mention=True)
+    first, second = await emulator.wait_sent(2)
+    assert first.content.startswith("No conversation yet") and second.content.startswith("Name: ")
+    assert model_server.requests == []

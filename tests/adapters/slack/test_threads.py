@@ -231,3 +231,16 @@ async def test_a_mention_in_someone_elses_thread_makes_it_the_bots_without_a_loo
     assert starts(posts, "ok: where is good?", "ok: somewhere cheap")
     assert slack.api.calls_to("conversations.replies") == []
     assert len(model_server.requests) == 2
+
+
+async def test_commands_typed_after_a_mention_or_a_space_are_answered_as_commands(
+    start_slack: SlackFactory, model_server: ModelServer, mode: str
+) -> None:
+    # Slack's message box takes a leading "/" as one of its own slash commands: the README says to
+    # mention the bot first, or to type a space before the slash.
+    slack = await start(start_slack, mode)
+    await deliver(slack, mention(CHANNEL, ALICE, f"<@{BOT_USER_ID}> /status"))
+    await deliver(slack, message(DM, ALICE, " /whoami"))
+    posts = await slack.api.wait_posts(2)
+    assert posts[0].text.startswith("No conversation yet") and posts[1].text.startswith("Name: ")
+    assert model_server.requests == []

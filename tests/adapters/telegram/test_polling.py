@@ -10,7 +10,7 @@ from structlog.testing import capture_logs
 from adapters.telegram import TelegramAdapter
 from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram, TelegramRun, eventually, eventually_async
 from tests.fakes.model_server import ModelServer, Text
-from tests.fakes.telegram_api import TelegramAPI
+from tests.fakes.telegram_api import Call, Failure, TelegramAPI
 
 
 def polling_timings(**changes: float) -> Callable[[TelegramAdapter], None]:
@@ -106,3 +106,28 @@ async def test_the_watchdog_restarts_polling_on_a_new_connection_when_getupdates
     assert reply.visible == "still here"
     assert any(entry["event"] == "telegram.polling.stalled" for entry in logs)
     assert telegram_api.calls_to("getUpdates")[-1].client_port != stalled_port
+
+
+def _long_poll(call: Call) -> bool:
+    return call.method == "getUpdates" and float(call.params.get("timeout") or 0) > 0
+
+
+async def test_health_is_running_again_on_the_first_getupdates_that_works_not_after_a_long_poll(
+    start_telegram: StartTelegram, telegram_api: TelegramAPI
+) -> None:
+    # Telegram answers 502 twice, then works again. With a 50 s long poll and no news, waiting for
+    # that poll to come back would leave /health degraded for 50 s after Telegram recovered.
+    telegram_api.fail("getUpdates", Failure.server_error(), Failure.server_error())
+    with capture_logs() as logs:
+        run = await start_telegram(telegram={"poll_timeout": 50, "stall_timeout": 120},
+                                   tune=polling_timings(retry_base=0.05, retry_max=0.1))  # fmt: skip
+        # "getUpdates timeout" is in the detail only once a getUpdates has come back after the start.
+        await eventually_async(health_matches(run, "running", "getUpdates timeout 50 s"), "recovery in health")
+        failed = telegram_api.calls_to("getUpdates")[:2]
+        answered = [call for call in telegram_api.answered if _long_poll(call) and call not in failed]
+        assert not answered, "running came only once a long poll had come back"
+        # Long polling goes on: the next request waits the full 50 s for news.
+        await eventually(lambda: any(_long_poll(call) for call in telegram_api.calls), "a long poll")
+    errors = [entry for entry in logs if entry["event"] == "telegram.polling.error"]
+    assert len(errors) == 2
+    assert any(entry["event"] == "telegram.polling.recovered" for entry in logs)

@@ -6,9 +6,10 @@ import pytest
 
 from adapters.base import DeliveryError, RecipientUnavailable, TransientDeliveryError
 from gateway.events import Markup, OutboundMessage
-from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram
+from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram, eventually
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import Chat, Failure, TelegramAPI, utf16_length
+from tests.gateway.conftest import settled
 
 
 def long_reply() -> str:
@@ -32,6 +33,18 @@ async def test_a_long_reply_arrives_in_order_in_chunks_within_the_limit(
     positions = [joined.index(f"Paragraph {n:02d} ") for n in range(60)]
     assert positions == sorted(positions)
     assert joined.count("🚀") == text.count("🚀")
+
+
+@pytest.mark.parametrize("answer", ["```", "```python", "#", ">", "[]()", "` `"])
+async def test_an_answer_that_renders_to_nothing_reaches_the_user_as_written(
+    start_telegram: StartTelegram, telegram_api: TelegramAPI, model_server: ModelServer, answer: str
+) -> None:
+    model_server.responder = lambda record: Text(answer)
+    run = await start_telegram()
+    await telegram_api.say(ALICE, "say something odd")
+    await eventually(lambda: model_server.requests, "the model to be asked")
+    await settled(run.store)
+    assert [m.visible for m in telegram_api.sent_to(ALICE.id)] == [answer], "the user got no reply"
 
 
 async def test_a_chunk_telegram_cannot_parse_is_sent_again_as_plain_text(

@@ -11,12 +11,15 @@ The test side (see :mod:`.users` for injecting user messages):
 
 * :attr:`TelegramAPI.sent` - the bot's messages in the order accepted;
   :meth:`TelegramAPI.wait_sent` waits for them.
-* :attr:`TelegramAPI.calls` - every request, with its parameters and time.
+* :attr:`TelegramAPI.calls` - every request, with its parameters and time;
+  :attr:`TelegramAPI.answered` - the ones answered so far (a long poll is in
+  ``calls`` but not here while it waits).
 * :meth:`TelegramAPI.fail` - scripted error answers per method (429 with
   ``retry_after``, 5xx, a markup the server "cannot parse", a broken proxy's HTML page).
 * :attr:`TelegramAPI.conflict` - answer ``getUpdates`` with 409, as when a
   second instance polls the same token; :meth:`TelegramAPI.stall` - hold
   ``getUpdates`` requests open without answering until :meth:`unstall`.
+* :attr:`TelegramAPI.commands` - the command menu per scope type, as ``setMyCommands`` set it.
 * Webhooks and their failures: see :mod:`.webhooks`.
 """
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,6 +42,7 @@ from .webhooks import WebhookSide
 from .wire import Failure, as_bool, as_int, as_json, error, failure, ok, read_params
 
 MAX_LENGTH = 4096
+COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
 CONFLICT_POLLING = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"
 CONFLICT_WEBHOOK = "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"
 NOT_MODIFIED = (
@@ -79,8 +84,11 @@ class TelegramAPI(WebhookSide):
         self.bot = User(id=int(token.split(":")[0]), first_name="Switchboard", username="switchboard_test_bot", is_bot=True)
         self.sent: list[BotMessage] = []
         self.calls: list[Call] = []
+        self.answered: list[Call] = []
         self.actions: list[tuple[int, str, int | None]] = []
         self.conflict = False
+        self.commands: dict[str, list[tuple[str, str]]] = {}
+        """Per scope type (``all_private_chats``, ``all_group_chats``, ``default``...): (command, description) pairs."""
         self.blocked: set[int] = set()
         self._failures: dict[str, list[Failure]] = {}
         self._poll_generation = itertools.count(1)
@@ -153,8 +161,16 @@ class TelegramAPI(WebhookSide):
         params = await read_params(request)
         async with self.changed:
             peer = request.transport.get_extra_info("peername") if request.transport else None
-            self.calls.append(Call(method, params, time.monotonic(), peer[1] if peer else 0))
+            call = Call(method, params, time.monotonic(), peer[1] if peer else 0)
+            self.calls.append(call)
             self.changed.notify_all()
+        response = await self._answer(request, method, params)
+        async with self.changed:
+            self.answered.append(call)
+            self.changed.notify_all()
+        return response
+
+    async def _answer(self, request: web.Request, method: str, params: dict[str, Any]) -> web.Response:
         if request.match_info["token"] != self.token:
             return error(401, "Unauthorized")
         scripted = self._failures.get(method)
@@ -190,6 +206,25 @@ class TelegramAPI(WebhookSide):
             if self._current_poll != mine:
                 return error(409, CONFLICT_POLLING)
             return ok(list(self.updates[:limit]))
+
+    async def _api_setmycommands(self, params: dict[str, Any]) -> web.Response:
+        commands, scope = as_json(params.get("commands")), as_json(params.get("scope")) or {"type": "default"}
+        if not isinstance(commands, list) or not isinstance(scope, dict) or "type" not in scope:
+            return error(400, "Bad Request: can't parse commands or scope JSON")
+        if len(commands) > 100:
+            return error(400, "Bad Request: too many commands")
+        menu = []
+        for command in commands:
+            name, description = str(command.get("command", "")), str(command.get("description", ""))
+            if not COMMAND_NAME.fullmatch(name):
+                return error(400, "Bad Request: BOT_COMMAND_INVALID")
+            if not 1 <= len(description.strip()) <= 256:
+                return error(400, "Bad Request: command description must be 1-256 characters")
+            menu.append((name, description))
+        async with self.changed:
+            self.commands[str(scope["type"])] = menu
+            self.changed.notify_all()
+        return ok(True)
 
     async def _api_sendchataction(self, params: dict[str, Any]) -> web.Response:
         chat = self.chats.get(as_int(params.get("chat_id")) or 0)
