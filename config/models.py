@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, field_validator
 from pydantic_core import PydanticCustomError
 
 Toggle = Literal["auto", True, False]
@@ -41,7 +41,20 @@ Port = Annotated[int, _between(0, 65535)]
 PositiveInt = Annotated[int, _at_least(1)]
 PositiveFloat = Annotated[float, _at_least(0.001)]
 Secret = str | None
-IdList = list[str]
+
+
+def _id_as_text(value: object) -> object:
+    """A user, chat, channel, server or team id, written as text or as a YAML whole number (what `/whoami`
+    shows, unquoted: 123456789, -1001234567890, Discord's 18 digits, which YAML reads exactly), kept as text.
+    A float or a boolean is refused: 1.5e17 has lost digits, and ``yes`` is YAML's true."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise PydanticCustomError("id_type", "must be an id, written as a whole number or as text")
+
+
+IdList = list[Annotated[str, BeforeValidator(_id_as_text)]]
 
 
 def _blank_to_none(value: object) -> object:
