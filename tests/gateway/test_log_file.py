@@ -60,7 +60,7 @@ def write_home(home: Path, model_server: ModelServer, api: TelegramAPI, logging:
         f"model:\n  api_key: test\n  base_url: {model_server.base_url}\n{model}"
         "health:\n  port: 0\nsessions:\n  debounce_ms: 0\ngateway:\n  drain_timeout: 5\n"
         f"platforms:\n  telegram:\n    token: \"{api.token}\"\n    api_base_url: {api.base_url}\n    poll_timeout: 1\n"
-        f"    allowed_users: [{', '.join(str(user.id) for user in [ALICE, *OTHERS])}]\n"
+        f"    allowed_users: [{', '.join(repr(str(user.id)) for user in [ALICE, *OTHERS])}]\n"
         f"logging:\n  console: false\n{logging}",
         encoding="utf-8",
     )
