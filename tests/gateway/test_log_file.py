@@ -18,13 +18,11 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from contextlib import closing
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import TelegramAPI
@@ -41,16 +39,6 @@ SAID = "zebra-quartz-1187 what is the plan"
 REPLIED = "marmot-violet-5521"
 STRANGER_SAID = "heron-copper-3094 let me in"
 LIBRARIES = ("aiosqlite", "anthropic", "httpx", "httpcore", "aiogram", "aiohttp", "asyncio")
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[TelegramAPI]:
-    api = TelegramAPI()
-    await api.start()
-    try:
-        yield api
-    finally:
-        await api.stop()
 
 
 def write_home(home: Path, model_server: ModelServer, api: TelegramAPI, logging: str, model: str = "") -> Path:
@@ -86,17 +74,22 @@ def answer_with_marker(model_server: ModelServer) -> None:
     model_server.responder = lambda record: Text(f"{REPLIED}: about {spoken(record.last_user_text)[:20]}")
 
 
-async def test_debug_level_explains_skipped_messages_without_any_message_text(
-    tmp_path: Path, model_server: ModelServer, telegram: TelegramAPI
-) -> None:
+async def alices_turn(home: Path, model_server: ModelServer, api: TelegramAPI, logging: str) -> str:
+    """Alice says SAID (after anything the test queued), the gateway answers and stops: its gateway.log."""
     answer_with_marker(model_server)
-    write_home(tmp_path, model_server, telegram, "  level: debug\n")
-    await telegram.say(STRANGER, STRANGER_SAID, chat=GROUP)
-    await telegram.say(ALICE, SAID)
-    code, stderr = await run_turns(tmp_path, telegram, 1)
+    write_home(home, model_server, api, logging)
+    await api.say(ALICE, SAID)
+    code, stderr = await run_turns(home, api, 1)
     assert code == 0, stderr[-3000:]
-    assert [m.visible for m in telegram.sent] == [f"{REPLIED}: about {SAID[:20]}"]
-    log = (tmp_path / "logs" / "gateway.log").read_text(encoding="utf-8")
+    assert [m.visible for m in api.sent] == [f"{REPLIED}: about {SAID[:20]}"]
+    return (home / "logs" / "gateway.log").read_text(encoding="utf-8")
+
+
+async def test_debug_level_explains_skipped_messages_without_any_message_text(
+    tmp_path: Path, model_server: ModelServer, telegram_api: TelegramAPI
+) -> None:
+    await telegram_api.say(STRANGER, STRANGER_SAID, chat=GROUP)
+    log = await alices_turn(tmp_path, model_server, telegram_api, "  level: debug\n")
 
     # The README's advice still works: the skipped message is there with its reason, and debug lines are written.
     (ignored,) = [line for line in log.splitlines() if " inbound.ignored " in line]
@@ -111,15 +104,10 @@ async def test_debug_level_explains_skipped_messages_without_any_message_text(
 
 
 async def test_a_library_named_in_the_config_is_logged_at_its_level(
-    tmp_path: Path, model_server: ModelServer, telegram: TelegramAPI
+    tmp_path: Path, model_server: ModelServer, telegram_api: TelegramAPI
 ) -> None:
-    answer_with_marker(model_server)
     # The model SDK's HTTP client logs as httpx, or as httpx2 in builds that ship it under that name.
-    write_home(tmp_path, model_server, telegram, "  libraries:\n    httpx: info\n    httpx2: info\n")
-    await telegram.say(ALICE, SAID)
-    code, stderr = await run_turns(tmp_path, telegram, 1)
-    assert code == 0, stderr[-3000:]
-    log = (tmp_path / "logs" / "gateway.log").read_text(encoding="utf-8")
+    log = await alices_turn(tmp_path, model_server, telegram_api, "  libraries:\n    httpx: info\n    httpx2: info\n")
     assert re.search(r" info  HTTP Request: POST http://127\.0\.0\.1:\d+/v1/messages .*logger=httpx2?\b", log), log[-3000:]
     assert "logger=aiosqlite" not in log and "logger=anthropic" not in log
 
@@ -141,15 +129,10 @@ def test_a_librarys_debug_lines_need_include_content(tmp_path: Path) -> None:
 
 
 async def test_include_content_lets_a_librarys_debug_lines_through(
-    tmp_path: Path, model_server: ModelServer, telegram: TelegramAPI
+    tmp_path: Path, model_server: ModelServer, telegram_api: TelegramAPI
 ) -> None:
     """The other side of the first test: the check there would see message text if it were written."""
-    answer_with_marker(model_server)
-    write_home(tmp_path, model_server, telegram, "  include_content: true\n  libraries:\n    anthropic: debug\n")
-    await telegram.say(ALICE, SAID)
-    code, stderr = await run_turns(tmp_path, telegram, 1)
-    assert code == 0, stderr[-3000:]
-    log = (tmp_path / "logs" / "gateway.log").read_text(encoding="utf-8")
+    log = await alices_turn(tmp_path, model_server, telegram_api, "  include_content: true\n  libraries:\n    anthropic: debug\n")
     assert any("zebra-quartz-1187" in line and "logger=anthropic" in line for line in log.splitlines())
 
 
@@ -164,15 +147,15 @@ def readme_recipe(name: str) -> str:
 
 
 async def test_the_readmes_money_spent_recipe_adds_up_what_the_turns_cost(
-    tmp_path: Path, model_server: ModelServer, telegram: TelegramAPI
+    tmp_path: Path, model_server: ModelServer, telegram_api: TelegramAPI
 ) -> None:
     answer_with_marker(model_server)
     # Prices small enough that each turn costs well under a cent (where exponents used to appear).
     prices = "  prices:\n    claude-sonnet-4-6: {input: 0.01, output: 0.02, cache_read: 0.001, cache_write: 0.0125}\n"
-    write_home(tmp_path, model_server, telegram, "", model=prices)
+    write_home(tmp_path, model_server, telegram_api, "", model=prices)
     for user in OTHERS:  # three chats: three turns
-        await telegram.say(user, "what does it cost")
-    code, stderr = await run_turns(tmp_path, telegram, len(OTHERS))
+        await telegram_api.say(user, "what does it cost")
+    code, stderr = await run_turns(tmp_path, telegram_api, len(OTHERS))
     assert code == 0, stderr[-3000:]
     logs = tmp_path / "logs"
     logged = [m.group(1) for m in re.finditer(r" turn\.done .*\bcost=(\S+)", (logs / "gateway.log").read_text("utf-8"))]
@@ -200,17 +183,17 @@ async def test_the_readmes_money_spent_recipe_adds_up_what_the_turns_cost(
 
 
 async def test_a_log_file_that_cannot_be_written_costs_one_stderr_line_a_minute(
-    tmp_path: Path, model_server: ModelServer, telegram: TelegramAPI
+    tmp_path: Path, model_server: ModelServer, telegram_api: TelegramAPI
 ) -> None:
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full here to stand for a full disk")
     answer_with_marker(model_server)
-    write_home(tmp_path, model_server, telegram, "  file: full.log\n")
+    write_home(tmp_path, model_server, telegram_api, "  file: full.log\n")
     (tmp_path / "full.log").symlink_to("/dev/full")  # every write fails with ENOSPC, as on a full disk
     for user in OTHERS:
-        await telegram.say(user, "anyone there")
+        await telegram_api.say(user, "anyone there")
     began = time.monotonic()
-    code, stderr = await run_turns(tmp_path, telegram, len(OTHERS))
+    code, stderr = await run_turns(tmp_path, telegram_api, len(OTHERS))
     minutes = int((time.monotonic() - began) // 60)  # a slow machine may see a second minute begin
     assert code == 0, stderr[-3000:]
     assert "Traceback" not in stderr and "Logging error" not in stderr, stderr[:3000]

@@ -9,6 +9,7 @@ traceback was printed. A service manager that keeps restarting on status 2 canno
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import signal
 import socket
@@ -18,7 +19,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from tests.fakes.model_server import ModelServer
 from tests.fakes.slack_api import BOT_TOKEN, FakeSlack
@@ -39,30 +39,6 @@ def taken_port() -> Iterator[int]:
         yield holder.getsockname()[1]
 
 
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[TelegramAPI]:
-    api = TelegramAPI()
-    await api.start()
-    try:
-        yield api
-    finally:
-        await api.stop()
-
-
-@pytest_asyncio.fixture
-async def slack() -> AsyncIterator[FakeSlack]:
-    api = FakeSlack()
-    await api.start()
-    try:
-        yield api
-    finally:
-        await api.stop()
-
-
-def run(home: Path) -> subprocess.CompletedProcess[str]:
-    return switchboard("run", "--config", str(home / "config.yaml"), home=home)
-
-
 def refusal(done: subprocess.CompletedProcess[str], home: Path) -> str:
     """The one reason the run gave, checked to be on stderr and in gateway.log, without a traceback."""
     assert done.returncode == 2, done.stderr[-3000:]
@@ -77,42 +53,43 @@ def refusal(done: subprocess.CompletedProcess[str], home: Path) -> str:
     return reasons[0]
 
 
-async def test_a_taken_health_port_stops_the_start_with_one_line_and_status_2(
-    tmp_path: Path, model_server: ModelServer, telegram: TelegramAPI, taken_port: int
-) -> None:
-    platforms = {"telegram": {"token": telegram.token, "api_base_url": telegram.base_url, "poll_timeout": 1}}
-    write_config(tmp_path, model_server, {"platforms": platforms, "health": {"port": taken_port}})
-    done = await asyncio.to_thread(run, tmp_path)
-    reason = refusal(done, tmp_path)
-    assert f"127.0.0.1:{taken_port}" in reason and "health.port" in reason, reason
+def taken_port_refusal(home: Path, model_server: ModelServer, platforms: dict, port: int, setting: str, **extra: dict) -> None:
+    """Run with ``platforms`` and ``extra`` config sections, where ``setting`` names the taken ``port``."""
+    write_config(home, model_server, {"platforms": platforms, **extra})
+    reason = refusal(switchboard("run", "--config", str(home / "config.yaml"), home=home), home)
+    assert f"127.0.0.1:{port}" in reason and setting in reason, reason
     assert "address already in use" in reason and "Errno" not in reason
 
 
+async def test_a_taken_health_port_stops_the_start_with_one_line_and_status_2(
+    tmp_path: Path, model_server: ModelServer, telegram_api: TelegramAPI, taken_port: int
+) -> None:
+    platforms = {"telegram": {"token": telegram_api.token, "api_base_url": telegram_api.base_url, "poll_timeout": 1}}
+    await asyncio.to_thread(taken_port_refusal, tmp_path, model_server, platforms, taken_port, "health.port",
+                            health={"port": taken_port})  # fmt: skip
+
+
 async def test_a_taken_telegram_webhook_port_stops_the_start_with_status_2(
-    tmp_path: Path, model_server: ModelServer, telegram: TelegramAPI, taken_port: int
+    tmp_path: Path, model_server: ModelServer, telegram_api: TelegramAPI, taken_port: int
 ) -> None:
     platforms = {"telegram": {
-        "token": telegram.token, "api_base_url": telegram.base_url, "mode": "webhook",
+        "token": telegram_api.token, "api_base_url": telegram_api.base_url, "mode": "webhook",
         "webhook_url": "https://bot.example.org/telegram", "webhook_secret": "s3cret-s3cret",
         "webhook_listen": {"host": "127.0.0.1", "port": taken_port},
     }}  # fmt: skip
-    write_config(tmp_path, model_server, {"platforms": platforms})
-    done = await asyncio.to_thread(run, tmp_path)
-    reason = refusal(done, tmp_path)
-    assert f"127.0.0.1:{taken_port}" in reason and "platforms.telegram.webhook_listen.port" in reason, reason
+    await asyncio.to_thread(taken_port_refusal, tmp_path, model_server, platforms, taken_port,
+                            "platforms.telegram.webhook_listen.port")  # fmt: skip
 
 
 async def test_a_taken_slack_events_port_stops_the_start_with_status_2(
-    tmp_path: Path, model_server: ModelServer, slack: FakeSlack, taken_port: int
+    tmp_path: Path, model_server: ModelServer, fake_slack: FakeSlack, taken_port: int
 ) -> None:
     platforms = {"slack": {
-        "bot_token": BOT_TOKEN, "signing_secret": "signing-secret", "mode": "http", "api_base_url": slack.api_url,
+        "bot_token": BOT_TOKEN, "signing_secret": "signing-secret", "mode": "http", "api_base_url": fake_slack.api_url,
         "http_listen": {"host": "127.0.0.1", "port": taken_port},
     }}  # fmt: skip
-    write_config(tmp_path, model_server, {"platforms": platforms})
-    done = await asyncio.to_thread(run, tmp_path)
-    reason = refusal(done, tmp_path)
-    assert f"127.0.0.1:{taken_port}" in reason and "platforms.slack.http_listen.port" in reason, reason
+    await asyncio.to_thread(taken_port_refusal, tmp_path, model_server, platforms, taken_port,
+                            "platforms.slack.http_listen.port")  # fmt: skip
 
 
 # --- one gateway per home and per database -------------------------------------------------------
@@ -131,18 +108,38 @@ def started(home: Path) -> int:
     return log.read_text(encoding="utf-8").count("gateway.started") if log.exists() else 0
 
 
-async def finish_or_start(process: subprocess.Popen[str], home: Path, starts_before: int) -> str | None:
-    """Wait until ``process`` exits (returns its stderr) or starts a gateway as well (None: it is left running)."""
-    await eventually(lambda: process.poll() is not None or started(home) > starts_before, timeout=HANG_GUARD)
-    if process.poll() is None:
-        return None
-    return process.stderr.read() if process.stderr else ""
-
-
 async def stop(process: subprocess.Popen[str]) -> int:
     if process.poll() is not None:
         return process.returncode
     return await terminate(process, limit=HANG_GUARD)
+
+
+@contextlib.asynccontextmanager
+async def gateway_running(home: Path, config: Path) -> AsyncIterator[subprocess.Popen[str]]:
+    """A gateway started on ``home`` and running; stopped afterwards, which it must do cleanly."""
+    before = started(home)
+    process = launch(home, config)
+    try:
+        await until(lambda: started(home) > before, process, "the gateway to start", limit=HANG_GUARD)
+        yield process
+    finally:
+        code = await stop(process)
+    assert code == 0
+
+
+async def refused(home: Path, config: Path) -> str:
+    """Start another gateway on ``home``: the reason it gave for not starting (it must exit 2, no traceback)."""
+    before = started(home)
+    process = launch(home, config)
+    try:
+        await eventually(lambda: process.poll() is not None or started(home) > before, timeout=HANG_GUARD)
+        assert process.poll() is not None, f"a second gateway started ({config})"
+    finally:
+        await stop(process)
+    stderr = process.stderr.read() if process.stderr else ""
+    assert process.returncode == 2 and "Traceback" not in stderr, stderr
+    (reason,) = [line[4:] for line in stderr.splitlines() if line.startswith("  - ")]
+    return reason
 
 
 async def test_a_second_gateway_on_the_same_home_refuses_and_names_the_first_ones_pid(
@@ -150,18 +147,9 @@ async def test_a_second_gateway_on_the_same_home_refuses_and_names_the_first_one
 ) -> None:
     home = tmp_path / "home"
     config = write_config(home, model_server)
-    first = launch(home, config)
-    second: subprocess.Popen[str] | None = None
-    try:
-        await until(lambda: started(home) == 1, first, "the first gateway", limit=HANG_GUARD)
-        second = launch(home, config)
-        stderr = await finish_or_start(second, home, 1)
-        assert stderr is not None, "a second gateway started on the same home"
-        assert second.returncode == 2, stderr
-        assert "Traceback" not in stderr, stderr
-        (reason,) = [line for line in stderr.splitlines() if line.startswith("  - ")]
-        assert re.search(rf"\bpid {first.pid}\b", reason), reason
-        assert str(home) in reason, reason
+    async with gateway_running(home, config) as first:
+        reason = await refused(home, config)
+        assert re.search(rf"\bpid {first.pid}\b", reason) and str(home) in reason, reason
         log = (home / "logs" / "gateway.log").read_text(encoding="utf-8")
         assert re.search(rf"run\.blocked .*pid {first.pid}\b", log), log[-2000:]
 
@@ -172,27 +160,15 @@ async def test_a_second_gateway_on_the_same_home_refuses_and_names_the_first_one
         listed = await asyncio.to_thread(switchboard, "sessions", "list", "--config", str(config), home=home)
         assert listed.returncode == 0, listed.stderr
         assert first.poll() is None, "the first gateway must keep running"
-    finally:
-        codes = [await stop(first)] + ([await stop(second)] if second is not None else [])
-    assert codes[0] == 0
 
 
 async def test_a_gateway_of_another_home_on_the_same_database_refuses(tmp_path: Path, model_server: ModelServer) -> None:
     home, other = tmp_path / "home", tmp_path / "other"
     config = write_config(home, model_server)
     other_config = write_config(other, model_server, {"storage": {"path": str(home / "state.db")}})
-    first = launch(home, config)
-    second: subprocess.Popen[str] | None = None
-    try:
-        await until(lambda: started(home) == 1, first, "the first gateway", limit=HANG_GUARD)
-        second = launch(other, other_config)
-        stderr = await finish_or_start(second, other, 0)
-        assert stderr is not None, "a second gateway started on the same database"
-        assert second.returncode == 2, stderr
-        assert re.search(rf"\bpid {first.pid}\b", stderr) and str(home / "state.db") in stderr, stderr
-    finally:
-        codes = [await stop(first)] + ([await stop(second)] if second is not None else [])
-    assert codes[0] == 0
+    async with gateway_running(home, config) as first:
+        reason = await refused(other, other_config)
+        assert re.search(rf"\bpid {first.pid}\b", reason) and str(home / "state.db") in reason, reason
 
 
 async def test_the_lock_of_a_killed_gateway_does_not_keep_the_next_one_out(tmp_path: Path, model_server: ModelServer) -> None:
@@ -207,10 +183,6 @@ async def test_the_lock_of_a_killed_gateway_does_not_keep_the_next_one_out(tmp_p
     assert first.returncode == -signal.SIGKILL
     lock_files = sorted(path.name for path in home.glob("*.lock"))
     assert lock_files, "the gateway keeps no lock file in its home"
-    again = launch(home, config)
-    try:
-        await until(lambda: started(home) == 2, again, "the gateway after the crash", limit=HANG_GUARD)
+    async with gateway_running(home, config) as again:
         for name in lock_files:
             assert str(again.pid) in (home / name).read_text(encoding="utf-8")
-    finally:
-        assert await stop(again) == 0
