@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from config.environment import listing
+
 Toggle = Literal["auto", True, False]
 """``auto``: on when the credentials it needs are present."""
 
@@ -333,15 +335,14 @@ class LoggingConfig(Section):
     def _content_needs_consent(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
         if info.data.get("include_content"):
             return value
-        talkative = [name for name, level in value.items() if level == "debug" and name.split(".")[0] not in QUIET_AT_DEBUG]
+        talkative = [name for name, level in value.items()
+                     if level == "debug" and name.split(".")[0] not in QUIET_AT_DEBUG]  # fmt: skip
         if talkative:
-            listed = talkative[0] if len(talkative) == 1 else ", ".join(talkative[:-1]) + " and " + talkative[-1]
             raise PydanticCustomError(
                 "content_at_debug",
                 "{names} at debug write message text (what they send and receive) into the log; set "
-                "logging.include_content: true as well (and take both out when done), or name "
-                "{them} at info",
-                {"names": listed, "them": "it" if len(talkative) == 1 else "them"},
+                "logging.include_content: true as well (and take both out when done), or name {them} at info",
+                {"names": listing(talkative), "them": "it" if len(talkative) == 1 else "them"},
             )
         return value
 

@@ -60,11 +60,12 @@ def test_a_float_or_a_boolean_is_still_refused_with_what_to_write(tmp_path: Path
     ]
 
 
-async def test_a_user_and_a_group_allowed_by_number_are_answered(tmp_path: Path, model_server: ModelServer) -> None:
+async def test_a_user_and_a_group_allowed_by_number_are_answered(
+    tmp_path: Path, model_server: ModelServer, telegram_api: TelegramAPI
+) -> None:
     """Through the real gateway process and aiogram: the numbers match the ids Telegram sends."""
     model_server.responder = lambda record: Text("re: " + spoken(record.last_user_text))
-    api = TelegramAPI()
-    await api.start()
+    api = telegram_api
     alice, stranger = User(id=123456789, first_name="Alice"), User(id=555, first_name="Stranger")
     group = Chat(id=-1001234567890, type="supergroup", title="Team")
     home = tmp_path / "home"
@@ -88,7 +89,6 @@ async def test_a_user_and_a_group_allowed_by_number_are_answered(tmp_path: Path,
         await until(lambda: not api.updates, process, "every update to be confirmed", limit=120)
     finally:
         code = await terminate(process, limit=120)
-        await api.stop()
     assert code == 0
     assert sorted((m.chat_id, m.visible) for m in api.sent) == [
         (group.id, "re: hello from the group"), (alice.id, "re: hello in private"),
