@@ -36,6 +36,7 @@ gateway may use adapters' modules.
 from __future__ import annotations
 
 import asyncio
+import errno
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -86,13 +87,24 @@ class _Throttle:
         return held
 
 
+class ListenError(OSError):
+    """A listener could not take its address (the port is in use, the host is not on this machine).
+
+    A fault of the configuration, not of the moment: the gateway stops at start with the message
+    (exit status 2) instead of being restarted into the same error."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)  # the whole message, without OSError's "[Errno 98] " in front
+
+
 class HttpListener:
     """Serves ``app`` (one listener per app) on ``host:port`` under ``limits``; ``name`` tells the
-    listeners apart in the log."""
+    listeners apart in the log, ``setting`` is the configuration key of its port (named when it cannot listen)."""
 
-    def __init__(self, app: web.Application, *, name: str, host: str, port: int,
+    def __init__(self, app: web.Application, *, name: str, host: str, port: int, setting: str,
                  limits: ListenerLimits = ListenerLimits(), shutdown_timeout: float = 60.0) -> None:  # fmt: skip
         self.name = name
+        self.setting = setting
         self.limits = limits
         self._app = app
         self._host = host
@@ -107,7 +119,7 @@ class HttpListener:
         """The host and the real port listened on (useful when the configured port is 0)."""
 
     async def start(self) -> None:
-        """Listen; raises OSError (port taken, address not available) with nothing left behind."""
+        """Listen; raises :class:`ListenError` (port taken, address not available) with nothing left behind."""
 
         @web.middleware
         async def watch(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -121,12 +133,23 @@ class HttpListener:
             self._server = await asyncio.get_running_loop().create_server(
                 lambda: _Connection(self), self._host, self._port
             )
-        except OSError:
+        except OSError as error:
             await runner.cleanup()
-            raise
+            raise ListenError(error.errno, self._cannot_listen(error)) from error
         self._runner = runner
         host, port = self._server.sockets[0].getsockname()[:2]
         self.address = (host, port)
+
+    def _cannot_listen(self, error: OSError) -> str:
+        host_setting = self.setting.rpartition(".")[0] + ".host"
+        if error.errno == errno.EADDRINUSE:
+            reason, fix = "address already in use", (f"stop what listens there (another Switchboard?) or choose "
+                                                     f"another {self.setting} in config.yaml")  # fmt: skip
+        elif error.errno == errno.EACCES:
+            reason, fix = "permission denied", f"ports below 1024 need privileges: choose a higher {self.setting}"
+        else:
+            reason, fix = error.strerror or str(error), f"check {host_setting} and {self.setting} in config.yaml"
+        return f"the {self.name} endpoint cannot listen on {self._host}:{self._port} ({reason}): {fix}"
 
     async def stop(self) -> None:
         """Stop taking connections, let running requests finish (up to ``shutdown_timeout``), close the rest."""

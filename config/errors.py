@@ -7,7 +7,7 @@ Each problem names the key path, the bad value and what is allowed, e.g.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,10 @@ def describe_validation_error(
     error: ValidationError,
     model: type[BaseModel],
     unset_vars: Mapping[str, list[str]],
+    describe_unset: Callable[[list[str]], str],
 ) -> list[str]:
-    """Turn pydantic's errors into one readable line each."""
+    """Turn pydantic's errors into one readable line each. A value built from variables that had none says
+    so, with where they were looked for (``describe_unset``)."""
     lines: list[str] = []
     for item in error.errors(include_url=False):
         loc = tuple(str(part) for part in item["loc"])
@@ -44,8 +46,7 @@ def describe_validation_error(
         message = _message_for(item, loc, model)
         missing = unset_vars.get(path)
         if missing:
-            names = ", ".join(f"${{{name}}}" for name in missing)
-            message += f" ({names} is not set in the environment or .env)"
+            message += f" ({describe_unset(missing)})"
         line = f"{path}: {message}"
         if line not in lines:
             lines.append(line)
@@ -70,6 +71,8 @@ def _message_for(item: Mapping[str, Any], loc: tuple[str, ...], model: type[Base
         return f"unknown key{hint}{allowed}"
     if kind in {"out_of_range", "too_small"}:
         return f"{item['msg']}{got}"
+    if kind == "content_at_debug":  # names the offending entries itself
+        return str(item["msg"])
     if kind == "literal_error":
         expected = str(ctx.get("expected", ""))
         options = [opt.strip().strip("'") for opt in expected.replace(" or ", ",").split(",") if opt.strip()]

@@ -16,7 +16,7 @@ PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 
 DOTENV_TEMPLATE = """\
-# Secrets for Switchboard. Values here fill in variables the environment does not set.
+# Secrets for Switchboard. Values here fill in variables the environment does not set (or sets empty).
 # This file should stay readable by its owner only (0600).
 #
 # The model (one of these, matching model.provider in config.yaml):

@@ -1,7 +1,7 @@
 """Load ``config.yaml`` into typed settings, once.
 
-Order: the home's ``.env`` is read (it never overrides variables already set),
-``${VAR}`` references are expanded, the document is validated, and secrets
+Order: the home's ``.env`` is read (it never overrides variables already set,
+but fills in those set empty), ``${VAR}`` references are expanded, the document is validated, and secrets
 left unset fall back to their conventional variables (``TELEGRAM_BOT_TOKEN``,
 ``ANTHROPIC_API_KEY``, ...). Every problem is collected before anything fails.
 """
@@ -9,7 +9,7 @@ left unset fall back to their conventional variables (``TELEGRAM_BOT_TOKEN``,
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from config.environment import merged_environment, read_dotenv, substitute
+from config.environment import describe_lookup, listing, lookup_state, merged_environment, read_dotenv, substitute
 from config.errors import ConfigError, describe_validation_error
 from config.home import ensure_home, resolve_home
 from config.models import Settings
@@ -57,6 +57,11 @@ class LoadedConfig:
     """The file that was read, or None when the built-in defaults were used."""
     variables: dict[str, list[str]] = field(default_factory=dict)
     """Key path -> environment variables its value came from (or would come from)."""
+    referenced: frozenset[str] = frozenset()
+    """Key paths whose value in the config file is built from ``${VAR}`` references."""
+    unset_variables: dict[str, str] = field(default_factory=dict)
+    """Variable without a value -> where it was looked for and what was there (``empty in the environment
+    and not in /home/you/.switchboard/.env``), for messages that say a value is missing."""
 
     def under_home(self, raw: str) -> Path:
         path = Path(os.path.expanduser(raw))
@@ -82,6 +87,22 @@ class LoadedConfig:
         """The environment variable a key's value comes from, if any."""
         names = self.variables.get(path)
         return names[0] if names else None
+
+    def looked_for(self, paths: Sequence[str], *, keys: bool = True) -> str:
+        """Where the values of ``paths`` (none found) were looked for and what was there: their variables in
+        the environment and the home's .env, and, with ``keys``, the keys in the config file."""
+        names = [name for path in paths for name in self.variables.get(path, [])]
+        parts = [describe_lookup(names, self.unset_variables)] if names else []
+        if keys:
+            config = self.config_path or self.home / "config.yaml"
+            absent = [path for path in paths if path not in self.referenced]
+            if absent and self.config_path is None:
+                parts.append(f"there is no {config}")
+            elif absent:
+                parts.append(f"{listing(absent)} {'is' if len(absent) == 1 else 'are'} not in {config}")
+            parts += [f"{path} in {config} refers to {listing(['${' + n + '}' for n in self.variables[path]])}"
+                      for path in paths if path in self.referenced]  # fmt: skip
+        return "; ".join(parts)
 
     def secrets(self) -> list[str]:
         """Every configured secret value, for log redaction."""
@@ -109,16 +130,24 @@ def load_config(
     home = resolve_home(process_env)
     if create_home:
         ensure_home(home, config_template=example_config_text())
-    env = home_environment(home, process_env)
+    dotenv = read_dotenv(home / ".env")
+    env = merged_environment(process_env, dotenv)
     path = config_path if config_path is not None else home / "config.yaml"
     if config_path is not None and not path.is_file():
         raise ConfigError([f"config file not found: {path}"], source=path)
     document = _read_yaml(path) if path.is_file() else {}
     expanded = substitute(document, env)
+
+    def unset(names: Sequence[str]) -> dict[str, str]:
+        return {name: lookup_state(name, process_env, dotenv) for name in names if name not in env}
+
+    def missing(names: Sequence[str]) -> str:
+        return describe_lookup(names, unset(names))
+
     try:
         settings = Settings.model_validate(expanded.data)
     except ValidationError as error:
-        raise ConfigError(describe_validation_error(error, Settings, expanded.unset), source=path) from None
+        raise ConfigError(describe_validation_error(error, Settings, expanded.unset, missing), source=path) from None
     variables = {key: list(names) for key, names in expanded.sources.items()}
     settings = _fill_secret_fallbacks(settings, env, variables)
     return LoadedConfig(
@@ -126,11 +155,14 @@ def load_config(
         home=home,
         config_path=path if path.is_file() else None,
         variables=variables,
+        referenced=frozenset(expanded.sources),
+        unset_variables=unset([name for names in variables.values() for name in names]),
     )
 
 
 def home_environment(home: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The variables ``${VAR}`` references see: the process environment, filled in from the home's .env."""
+    """The variables ``${VAR}`` references see: the process environment, filled in from the home's .env
+    (also where the environment has them empty)."""
     return merged_environment(os.environ if environ is None else environ, read_dotenv(home / ".env"))
 
 
@@ -171,7 +203,9 @@ def _fill_secret_fallbacks(
     for path, name in fallbacks.items():
         if get_path(settings, path) is not None:
             continue
-        variables.setdefault(path, [name])
+        names = variables.setdefault(path, [])
+        if name not in names:
+            names.append(name)  # after a ${VAR} the key named that was empty: both were looked for
         value = env.get(name)
         if value:
             settings = set_path(settings, path, value)

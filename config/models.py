@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
+
+from config.environment import listing
 
 Toggle = Literal["auto", True, False]
 """``auto``: on when the credentials it needs are present."""
@@ -41,7 +43,20 @@ Port = Annotated[int, _between(0, 65535)]
 PositiveInt = Annotated[int, _at_least(1)]
 PositiveFloat = Annotated[float, _at_least(0.001)]
 Secret = str | None
-IdList = list[str]
+
+
+def _id_as_text(value: object) -> object:
+    """A user, chat, channel, server or team id, written as text or as a YAML whole number (what `/whoami`
+    shows, unquoted: 123456789, -1001234567890, Discord's 18 digits, which YAML reads exactly), kept as text.
+    A float or a boolean is refused: 1.5e17 has lost digits, and ``yes`` is YAML's true."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise PydanticCustomError("id_type", "must be an id, written as a whole number or as text")
+
+
+IdList = list[Annotated[str, BeforeValidator(_id_as_text)]]
 
 
 def _blank_to_none(value: object) -> object:
@@ -289,19 +304,47 @@ class StorageConfig(Section):
     """SQLite durability: normal (safe with WAL, fast) or full (fsync every commit)."""
 
 
+QUIET_AT_DEBUG = frozenset({"httpx", "httpx2", "httpcore", "httpcore2", "asyncio"})
+"""Libraries whose debug lines hold no message text (connections, request lines, status codes): they may be
+named at debug in ``logging.libraries`` without ``include_content``. (httpx2 and httpcore2 are the names
+of httpx and httpcore in some builds of the model SDKs.)"""
+
+
 class LoggingConfig(Section):
     file: str = "logs/gateway.log"
     """The log file, relative to the home directory unless absolute."""
     format: Literal["text", "json"] = "text"
     """text: one key=value line per event; json: one JSON object per line."""
     level: Literal["debug", "info", "warning", "error"] = "info"
-    """The least severe level written."""
+    """The least severe level of Switchboard's own lines written (libraries: warning, or see ``libraries``)."""
     max_size_mb: PositiveFloat = 10.0
     """Rotate the file when it grows past this many megabytes."""
     backups: Annotated[int, _between(0, 100)] = 5
     """How many rotated files to keep."""
     console: bool = True
     """Also write log lines to standard error (for Docker and systemd journals)."""
+    include_content: bool = False
+    """Allow lines that carry message text (what users and the model say): only libraries write such lines,
+    at debug, so this is needed to name one at debug in ``libraries``. Off: no message text in the log."""
+    libraries: dict[str, Literal["debug", "info", "warning", "error"]] = {}
+    """Levels for libraries' loggers (by logger name: httpx, aiogram, discord, slack_sdk, anthropic, ...),
+    which otherwise write warnings and errors only."""
+
+    @field_validator("libraries")
+    @classmethod
+    def _content_needs_consent(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        if info.data.get("include_content"):
+            return value
+        talkative = [name for name, level in value.items()
+                     if level == "debug" and name.split(".")[0] not in QUIET_AT_DEBUG]  # fmt: skip
+        if talkative:
+            raise PydanticCustomError(
+                "content_at_debug",
+                "{names} at debug write message text (what they send and receive) into the log; set "
+                "logging.include_content: true as well (and take both out when done), or name {them} at info",
+                {"names": listing(talkative), "them": "it" if len(talkative) == 1 else "them"},
+            )
+        return value
 
 
 class HealthConfig(Listen):

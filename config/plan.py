@@ -50,10 +50,10 @@ def build_plan(loaded: LoadedConfig, extra_platforms: Iterable[str] = ()) -> Run
     return RunPlan(platforms=plans, blockers=tuple(blockers))
 
 
-def _where(loaded: LoadedConfig, path: str) -> str:
+def _what(loaded: LoadedConfig, path: str) -> str:
+    """What to set for a key: its variable (environment or .env) or the key itself (config.yaml)."""
     variable = loaded.variable_for(path)
-    env_hint = f"{variable} (in the environment or {loaded.home / '.env'})"
-    return f"{env_hint} or {path} in config.yaml" if variable else f"{path} in config.yaml"
+    return f"{variable} or {path}" if variable else path
 
 
 def _credential_plan(
@@ -67,11 +67,11 @@ def _credential_plan(
     if not missing:
         return PlatformPlan(name, True, detail)
     if toggle == "auto" and not present:
-        names = " and ".join(loaded.variable_for(path) or path for path in missing)
-        return PlatformPlan(name, False, f"no credentials ({names} not set)")
-    needs = "; ".join(f"set {_where(loaded, path)}" for path in missing)
+        return PlatformPlan(name, False, f"no credentials ({loaded.looked_for(missing, keys=False)})")
+    needs = "; ".join(f"set {_what(loaded, path)}" for path in missing)
     reason = "is enabled" if toggle is True else "has only part of its credentials"
-    return PlatformPlan(name, False, "incomplete credentials", blocker=f"{name} {reason}: {needs}")
+    return PlatformPlan(name, False, "incomplete credentials",
+                        blocker=f"{name} {reason}: {needs} ({loaded.looked_for(missing)})")  # fmt: skip
 
 
 def _telegram(loaded: LoadedConfig) -> PlatformPlan:
@@ -120,9 +120,11 @@ def _slack(loaded: LoadedConfig) -> PlatformPlan:
 
 def _no_platform_message(loaded: LoadedConfig) -> str:
     home_env = loaded.home / ".env"
+    tokens = ["platforms.telegram.token", "platforms.discord.token", "platforms.slack.bot_token", "platforms.slack.app_token"]
     return (
         "no platform is enabled: set TELEGRAM_BOT_TOKEN, or DISCORD_BOT_TOKEN, or SLACK_BOT_TOKEN with "
-        f"SLACK_APP_TOKEN (in the environment or {home_env}), or the matching keys under platforms: in config.yaml"
+        f"SLACK_APP_TOKEN (in the environment or {home_env}), or the matching keys under platforms: in config.yaml "
+        f"({loaded.looked_for(tokens, keys=False)})"
     )
 
 
@@ -131,5 +133,5 @@ def _model_blocker(loaded: LoadedConfig) -> str | None:
     if model.api_key or model.base_url:
         # A custom endpoint (a local OpenAI-compatible server) may need no key at all.
         return None
-    return f"no API key for the {model.provider} model {model.name!r}: set {_where(loaded, 'model.api_key')}"
-
+    return (f"no API key for the {model.provider} model {model.name!r}: set {_what(loaded, 'model.api_key')} "
+            f"({loaded.looked_for(['model.api_key'])})")  # fmt: skip

@@ -5,7 +5,8 @@ start and stop.
 
 Start: build the agent; move aside the global memory files of earlier versions
 (``gateway.memory_scope.move_global_memory``); remember the inbox events a previous run left
-unfinished; start the adapters (one failing never stops the others); send
+unfinished; start the adapters (one failing never stops the others, but a port that is taken
+stops the whole start); send
 what the outbox still holds; queue the unfinished events in arrival order;
 then let new messages through.
 
@@ -24,7 +25,7 @@ from typing import Any
 import structlog
 
 from adapters.base import Adapter, AdapterState
-from adapters.http_listener import ListenerLimits
+from adapters.http_listener import ListenError, ListenerLimits
 from agent.core import Agent
 from config.loader import LoadedConfig
 from gateway.access import AccessControl, AccessPolicy
@@ -137,7 +138,8 @@ class Gateway:
         return list(self._adapters)
 
     async def start(self) -> int:
-        """Start everything; returns how many adapters run."""
+        """Start everything; returns how many adapters run. Raises ListenError when /health or a platform's
+        endpoint cannot listen (the caller shuts down what started)."""
         await asyncio.to_thread(move_global_memory, self._agent.memories.root, self._clock)
         await self._health.start()
         unfinished = await self._store.inbox_unfinished()
@@ -176,6 +178,8 @@ class Gateway:
     async def _start_adapter(self, adapter: Adapter) -> bool:
         try:
             await adapter.start(self.intake)
+        except ListenError:
+            raise  # a port that is taken is the configuration's fault: the whole start stops (exit status 2)
         except Exception as error:  # noqa: BLE001 - one platform's failure must not stop the others
             log.error("adapter.start_failed", platform=adapter.platform, error=str(error), exc_info=error)
             return False

@@ -38,11 +38,13 @@ class HealthServer:
         self.url: str | None = None
 
     async def start(self) -> str:
+        """Listen; raises :class:`~adapters.http_listener.ListenError` (naming ``health.port``) when it cannot."""
         app = web.Application()
         app.router.add_get("/health", self._handle)
         if self._metrics is not None:
             app.router.add_get("/metrics", self._metrics_page)
-        self._listener = HttpListener(app, name="health", host=self._host, port=self._port, limits=self._limits)
+        self._listener = HttpListener(app, name="health", host=self._host, port=self._port, setting="health.port",
+                                      limits=self._limits)
         await self._listener.start()
         host, port = self._listener.address or (self._host, self._port)
         self.url = f"http://{host}:{port}/health"

@@ -10,6 +10,18 @@ one JSON object per line instead. Every line inside a turn carries the same
 ``turn`` id plus platform / chat / session, through context binding
 (:func:`bind`). Library loggers (aiogram, discord.py, aiohttp, ...) go through
 the same formatter, so their lines look alike and are redacted too.
+
+No message text is written: Switchboard's own lines carry ids, counts and
+reasons, never what a user or the model said, and libraries (whose debug lines
+hold what they send and receive: the model SDKs' request dumps, the database
+driver's statements) stay at warning unless ``logging.libraries`` names them
+(``config/models.py`` refuses most of them at debug without
+``logging.include_content: true``). Floats are written in fixed point
+(``cost=0.000075``), so ``grep -o 'cost=[0-9.]*'`` takes whole numbers.
+
+A handler that cannot write (a full disk, a closed stderr) says so on stderr at
+most once a minute, with how many lines were lost, instead of the standard
+library's traceback for every line.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +49,10 @@ from gateway.redaction import redactor
 _LEVEL_LABELS = {"debug": "debug", "info": "info", "warning": "warn", "error": "error", "critical": "crit"}
 _RESERVED = ("ts", "level", "event")
 _CONTEXT_ORDER = ("platform", "chat", "session", "turn")
-# Libraries that are chatty at INFO about things operators do not need.
-_QUIET_LIBRARIES = ("aiohttp.access", "httpx", "httpx2", "httpcore", "httpcore2", "asyncio")
+OWN_LOGGERS = ("gateway", "agent", "storage", "adapters", "config")
+"""Switchboard's own loggers (by package), written at ``logging.level``; every other logger stays at warning."""
+COMPLAIN_EVERY = 60.0
+"""Seconds between two stderr lines about a log handler that cannot write."""
 
 
 def _timestamp(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
@@ -116,11 +131,20 @@ def _quote(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return _fixed_point(value)
     text = value if isinstance(value, str) else str(value)
     if not text or _NEEDS_QUOTES.search(text) or not text.isprintable():
         return json.dumps(text, ensure_ascii=False)
     return text
+
+
+def _fixed_point(value: float) -> str:
+    """Six significant digits, never an exponent: ``7.5e-05`` is written ``0.000075`` (``grep -o 'cost=[0-9.]*'``
+    would take ``7.5`` of it), ``1234567.8`` is written ``1234570``."""
+    text = f"{value:.6g}"
+    if "e" not in text or not math.isfinite(value):
+        return text
+    return format(Decimal(text), "f")
 
 
 def render_text(_: WrappedLogger, __: str, event_dict: EventDict) -> str:
@@ -139,10 +163,55 @@ def render_json(_: WrappedLogger, __: str, event_dict: EventDict) -> str:
     return json.dumps(ordered, ensure_ascii=False, default=str)
 
 
-class _RotatingFile(logging.handlers.RotatingFileHandler):
+class _WriteFailures:
+    """Handles a handler's failed writes: one stderr line a minute at most (the standard library prints a
+    traceback for every record), saying what cannot be written, why, and how many lines were lost; and one
+    line when writing works again. Mixed into the handlers below, before the standard library's class."""
+
+    _target = "the log"
+    _lost = 0
+    _said_at: float | None = None
+    _failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - the standard library's name
+        self._failed = True
+        self._lost += 1
+        now = time.monotonic()
+        if self._said_at is not None and now - self._said_at < COMPLAIN_EVERY:
+            return
+        error = sys.exc_info()[1]
+        reason = (error.strerror if isinstance(error, OSError) and error.strerror else repr(error)) if error else "?"
+        lost, first = self._lost, self._said_at is None
+        self._said_at, self._lost = now, 0
+        _say(f"switchboard: cannot write {self._target}: {reason}; {lost} log line{'s' if lost != 1 else ''} lost "
+             f"{'so far' if first else 'since the last notice'} (said at most once a minute)")  # fmt: skip
+
+    def _written(self) -> None:
+        """After a record was written: if earlier ones were not, say that writing works again."""
+        if self._said_at is not None and not self._failed:
+            lost = self._lost
+            self._said_at, self._lost = None, 0
+            _say(f"switchboard: {self._target} is written again; {lost} more log line{'s' if lost != 1 else ''} "
+                 "were lost before that")  # fmt: skip
+
+
+def _say(line: str) -> None:
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001, S110 - stderr is gone too: nowhere left to say it
+        pass
+
+
+class _RotatingFile(_WriteFailures, logging.handlers.RotatingFileHandler):
     """Size rotation that formats each record once (the stdlib formats it again to measure it)."""
 
+    def __init__(self, filename: Path, **kwargs: Any) -> None:
+        super().__init__(filename, **kwargs)
+        self._target = str(filename)
+
     def emit(self, record: logging.LogRecord) -> None:
+        self._failed = False
         try:
             line = self.format(record) + self.terminator
             if self.stream is None:
@@ -155,7 +224,30 @@ class _RotatingFile(logging.handlers.RotatingFileHandler):
         except RecursionError:
             raise
         except Exception:  # noqa: BLE001 - logging must never take the process down
+            self._drop_stream()
             self.handleError(record)
+        self._written()
+
+    def _drop_stream(self) -> None:
+        """Close the file after a failed write (its buffer would fail again on every later flush, and on
+        close): the next record opens it anew, and is written once there is room again."""
+        stream, self.stream = self.stream, None  # type: ignore[assignment]
+        try:
+            if stream is not None:
+                stream.close()
+        except Exception:  # noqa: BLE001, S110 - the unwritten buffer fails once more; the descriptor is closed
+            pass
+
+
+class _Console(_WriteFailures, logging.StreamHandler):  # type: ignore[type-arg]
+    """Lines to standard error (Docker and systemd read them there)."""
+
+    _target = "standard error"
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._failed = False
+        super().emit(record)  # calls handleError when the write fails
+        self._written()
 
 
 class RedactingFormatter(structlog.stdlib.ProcessorFormatter):
@@ -222,8 +314,13 @@ def configure_logging(
     backups: int = 5,
     console: bool = True,
     secrets: list[str] | None = None,
+    libraries: Mapping[str, str] | None = None,
 ) -> None:
-    """Route structlog and stdlib logging through one redacting formatter to file and/or stderr."""
+    """Route structlog and stdlib logging through one redacting formatter to file and/or stderr.
+
+    Switchboard's own loggers write from ``level`` up; every other logger (the libraries') from warning
+    up (or from ``level`` when that is higher), except those ``libraries`` names with a level of their own.
+    """
     redactor.add_secrets(secrets or [])
     handlers: list[logging.Handler] = []
     if file is not None:
@@ -231,7 +328,7 @@ def configure_logging(
         file.touch(mode=0o600, exist_ok=True)
         handlers.append(_RotatingFile(file, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"))
     if console:
-        handlers.append(logging.StreamHandler(sys.stderr))
+        handlers.append(_Console(sys.stderr))
     formatter = _formatter(fmt)
     root = logging.getLogger()
     for old in list(root.handlers):
@@ -240,15 +337,13 @@ def configure_logging(
     for handler in handlers:
         handler.setFormatter(formatter)
         root.addHandler(handler)
-    root.setLevel(level.upper())
+    _set_levels(logging.getLevelName(level.upper()), libraries or {})
     # Our lines show none of the caller's file, line, function, thread or process: spare every record
     # the stack walk and the lookups (the logging module's documented switches for this).
     logging._srcfile = None  # type: ignore[attr-defined]
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False
-    for name in _QUIET_LIBRARIES:
-        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
     # Module loggers (``structlog.get_logger(...)`` at import) are lazy proxies that would assemble a
     # new bound logger on every call (measured: a tenth of the event loop's time per turn in the
     # gateway benchmark, even for lines below the level); cached on first use they do it once. A
@@ -268,6 +363,21 @@ def configure_logging(
         wrapper_class=_BoundLogger,
         cache_logger_on_first_use=True,
     )
+
+
+_levels_set: list[str] = []
+"""The loggers the last configuration gave a level of their own (set back before the next one)."""
+
+
+def _set_levels(level: int, libraries: Mapping[str, str]) -> None:
+    for name in _levels_set:
+        logging.getLogger(name).setLevel(logging.NOTSET)
+    logging.getLogger().setLevel(max(logging.WARNING, level))
+    own = {name: level for name in OWN_LOGGERS}
+    named = {name: logging.getLevelName(value.upper()) for name, value in libraries.items()}
+    for name, value in {**own, **named}.items():
+        logging.getLogger(name).setLevel(value)
+    _levels_set[:] = [*own, *named]
 
 
 def shutdown_logging() -> None:

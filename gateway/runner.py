@@ -1,8 +1,8 @@
 """``switchboard run``: from a loaded configuration to a running gateway and back to exit 0.
 
 Exit statuses: 0 after a clean shutdown (SIGINT/SIGTERM), 2 when the
-configuration cannot run (the message names what to set), 1 when no adapter
-could start.
+configuration cannot run (the message names what to set), a port is taken or
+another gateway runs on the same home or database, 1 when no adapter could start.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 import structlog
 
 from adapters.base import Adapter, AdapterError
+from adapters.http_listener import ListenError
 from agent.memory_scopes import MemoryScope
 from config.loader import LoadedConfig
 from config.plan import build_plan
@@ -24,6 +25,7 @@ from gateway.access import AccessPolicy
 from gateway.adapter_loader import load_adapters
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
+from gateway.instance_lock import AlreadyRunning, InstanceLock
 from gateway.memory_scope import search_owner
 from storage import Store
 
@@ -51,6 +53,27 @@ async def run_gateway(
     ``extra_adapters`` (with their ``extra_access`` policies) run beside the configured
     platforms; tests use them to drive the real process without a platform.
     """
+    try:
+        with InstanceLock.for_run(loaded.home, loaded.db_path):
+            return await _serve(loaded, extra_adapters, extra_access)
+    except START_REFUSALS as error:
+        return refuse_start(error)
+
+
+START_REFUSALS: tuple[type[Exception], ...] = (AlreadyRunning, ListenError)
+"""What stops a start for good until the operator acts (another gateway holds the home, a port is taken):
+exit status 2, which the systemd unit does not restart on, and one line saying what to do."""
+
+
+def refuse_start(error: Exception) -> int:
+    """The start cannot go on: the reason on stderr and in the log, exit status 2 (no traceback)."""
+    report_blockers([str(error)])
+    return EXIT_CONFIG
+
+
+async def _serve(
+    loaded: LoadedConfig, extra_adapters: Sequence[Adapter], extra_access: Mapping[str, AccessPolicy] | None
+) -> int:
     plan = build_plan(loaded, extra_platforms=[adapter.platform for adapter in extra_adapters])
     if not plan.ready:
         report_blockers(plan.blockers)

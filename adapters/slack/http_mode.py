@@ -13,7 +13,6 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 
-from adapters.base import AdapterError
 from adapters.http_listener import HttpListener, ListenerLimits
 from adapters.slack import http_body
 
@@ -39,14 +38,9 @@ class HttpReceiver:
     async def start(self) -> None:
         web_app = web.Application()
         web_app.router.add_post(self._path, self._handle)
-        listener = HttpListener(web_app, name="slack events", host=self._host, port=self._port, limits=self._limits)
-        try:
-            await listener.start()
-        except OSError as error:
-            raise AdapterError(
-                f"cannot listen for Slack events on {self._host}:{self._port} ({error}); "
-                "choose another platforms.slack.http_listen.port or stop what uses it"
-            ) from error
+        listener = HttpListener(web_app, name="slack events", host=self._host, port=self._port, limits=self._limits,
+                                setting="platforms.slack.http_listen.port")  # fmt: skip
+        await listener.start()  # ListenError names the setting: the gateway stops with it (exit status 2)
         self._listener = listener
         host, port = listener.address or (self._host, self._port)
         self.url = f"http://{host}:{port}{self._path}"

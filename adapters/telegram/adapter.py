@@ -25,7 +25,7 @@ from aiogram.types import BotCommand, BotCommandScopeAllGroupChats, BotCommandSc
 from aiogram.utils.token import TokenValidationError, validate_token
 
 from adapters.base import Adapter, AdapterError, AdapterState, Capabilities, Intake
-from adapters.http_listener import ListenerLimits
+from adapters.http_listener import ListenError, ListenerLimits
 from gateway.events import Markup, MenuCommand, OutboundMessage
 
 from .convert import PLATFORM, BotIdentity
@@ -133,7 +133,8 @@ class TelegramAdapter(Adapter):
                 wait = self.settings.polling.backoff(attempt + 1)
                 self._set_state(AdapterState.DEGRADED, f"{error}; trying again in about {wait:.0f} s")
                 log.warning("telegram.connect_retry", attempt=attempt, reason=str(error))
-            except AdapterError as error:
+            except (AdapterError, ListenError) as error:  # past start-up, a taken webhook port fails only Telegram
+                self._set_state(AdapterState.FAILED, str(error))
                 log.error("telegram.failed", reason=str(error))
                 return
             else:

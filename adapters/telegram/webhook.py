@@ -63,14 +63,8 @@ class WebhookServer:
         app = web.Application(client_max_size=4 * 1024 * 1024)
         app.router.add_post(self._path, self._receive)
         listener = HttpListener(app, name="telegram webhook", host=self._host, port=self._port, limits=self._limits,
-                                shutdown_timeout=5.0)  # fmt: skip
-        try:
-            await listener.start()
-        except OSError as error:
-            raise OSError(
-                f"the Telegram webhook server cannot listen on {self._host}:{self._port} ({error}); "
-                "free the port or change platforms.telegram.webhook_listen"
-            ) from error
+                                setting="platforms.telegram.webhook_listen.port", shutdown_timeout=5.0)  # fmt: skip
+        await listener.start()  # ListenError names the setting: the gateway stops with it (exit status 2)
         self._listener = listener
         self.bound_port = listener.address[1] if listener.address else None
 

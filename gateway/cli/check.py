@@ -68,7 +68,7 @@ def _model_line(loaded: LoadedConfig) -> str:
     if model.api_key:
         key = f"key from {variable}" if variable else "key set in config.yaml"
     else:
-        key = "no key" + (f" ({variable} not set)" if variable else "")
+        key = "no key" + (f" ({loaded.looked_for(['model.api_key'], keys=False)})" if variable else "")
     endpoint = model.base_url or "the provider's default endpoint"
     window = f"{model.context_length:,} tokens" if model.context_length else "from the built-in model table"
     return f"{model.provider} / {model.name}, {key}, {endpoint}, context {window}, cache ttl {model.cache_ttl}"

@@ -57,4 +57,5 @@ def setup_logging(loaded: LoadedConfig) -> None:
         backups=cfg.backups,
         console=cfg.console,
         secrets=loaded.secrets(),
+        libraries=cfg.libraries,
     )

@@ -24,11 +24,10 @@ from adapters.http_listener import ListenerLimits
 from gateway import event_loop
 from gateway.health import HealthServer
 
-# The two platforms' gateway fixtures, shared with this module (pytest finds fixtures by name).
-from tests.adapters.slack.conftest import (  # noqa: F401
-    SIGNING_SECRET, SlackFactory, fake_slack, fake_slack_session, slack_home, start_slack,
-)  # fmt: skip
-from tests.adapters.telegram.conftest import ALICE, StartTelegram, start_telegram, telegram_api  # noqa: F401
+# The two platforms' gateway fixtures, shared with this module (pytest finds fixtures by name; the emulators'
+# own fixtures come from tests/fakes/fixtures.py).
+from tests.adapters.slack.conftest import SIGNING_SECRET, SlackFactory, slack_home, start_slack  # noqa: F401
+from tests.adapters.telegram.conftest import ALICE, StartTelegram, start_telegram  # noqa: F401
 from tests.adapters.telegram.test_webhook import free_port, webhook_config
 from tests.fakes.slack_api import post_signed
 from tests.fakes.telegram_api import TelegramAPI

@@ -120,7 +120,10 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
 def test_unset_variable_is_named_in_the_error(tmp_path: Path) -> None:
     (line,) = problems(tmp_path, "health:\n  port: ${GATEWAY_PORT}\n")
     assert line.startswith("health.port: ")
-    assert "${GATEWAY_PORT} is not set" in line
+    assert f"(GATEWAY_PORT is not set in the environment and there is no {tmp_path / '.env'})" in line
+    write(tmp_path / ".env", "OTHER=1\n")
+    (line,) = problems(tmp_path, "health:\n  port: ${GATEWAY_PORT}\n", {"GATEWAY_PORT": ""})
+    assert f"(GATEWAY_PORT is empty in the environment and not in {tmp_path / '.env'})" in line
 
 
 def test_yaml_syntax_error_shows_line_and_column(tmp_path: Path) -> None:

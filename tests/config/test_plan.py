@@ -50,8 +50,9 @@ def test_enabled_true_without_token_is_a_blocker(tmp_path: Path) -> None:
 def test_slack_socket_mode_needs_both_tokens(tmp_path: Path) -> None:
     plan = plan_for(tmp_path, SLACK_BOT_TOKEN="xoxb-1", ANTHROPIC_API_KEY="k")
     assert plan.blockers == (
-        f"slack has only part of its credentials: set SLACK_APP_TOKEN (in the environment or {tmp_path / '.env'}) "
-        "or platforms.slack.app_token in config.yaml",
+        "slack has only part of its credentials: set SLACK_APP_TOKEN or platforms.slack.app_token (SLACK_APP_TOKEN "
+        f"is not set in the environment and there is no {tmp_path / '.env'}; platforms.slack.app_token is not in "
+        f"{tmp_path / 'config.yaml'})",
     )
 
 

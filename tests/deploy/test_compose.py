@@ -52,6 +52,15 @@ def test_restarts_and_stops_gracefully() -> None:
     assert seconds(svc["stop_grace_period"]) > GatewayConfig().drain_timeout
 
 
+def test_the_restart_policy_says_what_it_does_with_exit_status_2() -> None:
+    """Compose cannot exempt an exit status from its restart policy (systemd's unit can): the file says that a
+    configuration error (exit status 2) is retried with Docker's growing pause, and where the reason is."""
+    lines = COMPOSE.read_text(encoding="utf-8").splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("restart:"))
+    comment = " ".join(line.strip().lstrip("#") for line in lines[:at] if line.strip().startswith("#"))
+    assert "exit status 2" in comment and "docker compose logs" in comment
+
+
 def test_health_check_matches_the_images() -> None:
     check = service()["healthcheck"]
     image_check = next(i for i in stages(parse())[-1] if i.keyword == "HEALTHCHECK").args

@@ -38,6 +38,12 @@ def test_always_restarts_and_outlasts_the_drain_timeout() -> None:
     assert service.get("KillSignal", "SIGTERM") in {"SIGTERM", "SIGINT"}, "the gateway drains on SIGTERM/SIGINT"
 
 
+def test_does_not_restart_a_start_the_configuration_stops() -> None:
+    """Exit status 2 (gateway/runner.py: missing credentials, a taken port, another gateway on the home) would
+    fail again on every restart: systemd leaves the unit failed with the reason in the journal instead."""
+    assert "2" in section("Service")["RestartPreventExitStatus"].split()
+
+
 def test_is_hardened_and_can_only_write_its_state_directory() -> None:
     service = section("Service")
     assert service["NoNewPrivileges"] == "yes"

@@ -9,6 +9,8 @@ import pytest_asyncio
 
 from tests.fakes.model_server import ModelServer
 from tests.fakes.relay_platform import RelayPlatform
+from tests.fakes.slack_api import FakeSlack
+from tests.fakes.telegram_api import TelegramAPI
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -38,3 +40,34 @@ async def relay() -> AsyncIterator[RelayPlatform]:
         yield platform
     finally:
         await platform.stop()
+
+
+@pytest_asyncio.fixture
+async def telegram_api() -> AsyncIterator[TelegramAPI]:
+    """The Telegram Bot API emulator, fresh for this test."""
+    api = TelegramAPI()
+    await api.start()
+    try:
+        yield api
+    finally:
+        await api.stop()
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def fake_slack_session() -> AsyncIterator[FakeSlack]:
+    """The fake Slack (Web API, Socket Mode), started once for the whole test session."""
+    api = FakeSlack()
+    await api.start()
+    try:
+        yield api
+    finally:
+        await api.stop()
+
+
+@pytest_asyncio.fixture
+async def fake_slack(fake_slack_session: FakeSlack) -> AsyncIterator[FakeSlack]:
+    """The session's fake Slack, reset to a clean state for this test."""
+    await fake_slack_session.close_sockets()
+    fake_slack_session.reset()
+    yield fake_slack_session
+    await fake_slack_session.close_sockets()

@@ -46,7 +46,7 @@ def test_check_prints_the_plan_for_the_example_config(tmp_path: Path) -> None:
     assert f"log file     {tmp_path / 'logs' / 'gateway.log'}" in out
     assert "anthropic / claude-sonnet-4-6, key from ANTHROPIC_API_KEY" in out
     assert "telegram  on   long polling" in out
-    assert "discord   off  no credentials (DISCORD_BOT_TOKEN not set)" in out
+    assert f"discord   off  no credentials (DISCORD_BOT_TOKEN is not set in the environment and there is no {tmp_path / '.env'})" in out
     assert "Ready: `switchboard run` would start telegram." in out
     assert "sk-ant-x" not in out
     assert not (tmp_path / "state.db").exists(), "check must not touch the database"

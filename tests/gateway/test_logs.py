@@ -120,6 +120,35 @@ def test_rotation_by_size(log_file: Path) -> None:
     assert log_file.stat().st_size <= 2000
 
 
+def test_a_log_file_that_stops_failing_is_announced_once_with_the_lines_lost(
+    log_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The process test (tests/gateway/test_log_file.py) shows the failure side; here the file comes back."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here to stand for a full disk")
+    log_file.parent.mkdir(parents=True)
+    log_file.symlink_to("/dev/full")
+    configure_logging(file=log_file, console=False)
+    log = structlog.get_logger("gateway")
+    for index in range(5):
+        log.warning("lost", index=index)
+    log_file.unlink()  # room again: the next line opens a file that takes it
+    log.warning("kept")
+    said = capsys.readouterr().err.splitlines()
+    assert said == [
+        f"switchboard: cannot write {log_file}: No space left on device; 1 log line lost so far (said at most once a minute)",
+        f"switchboard: {log_file} is written again; 4 more log lines were lost before that",
+    ]
+    assert [line.split()[2] for line in lines(log_file)] == ["kept"]
+
+
+def test_numbers_are_written_in_fixed_point(log_file: Path) -> None:
+    configure_logging(file=log_file, console=False)
+    structlog.get_logger("gateway").info("turn.done", cost=7.5e-05, big=1234567.8, tiny=1.2e-07, ms=842.0, nan=float("nan"))
+    (line,) = lines(log_file)
+    assert line.endswith(" cost=0.000075 big=1234570 tiny=0.00000012 ms=842 nan=nan"), line
+
+
 def test_log_file_is_private(log_file: Path) -> None:
     configure_logging(file=log_file, console=False)
     assert (log_file.stat().st_mode & 0o777) == 0o600

@@ -72,24 +72,6 @@ def slack_section(api: FakeSlack, mode: str, **overrides: Any) -> dict[str, Any]
     return section
 
 
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def fake_slack_session() -> AsyncIterator[FakeSlack]:
-    api = FakeSlack()
-    await api.start()
-    try:
-        yield api
-    finally:
-        await api.stop()
-
-
-@pytest_asyncio.fixture
-async def fake_slack(fake_slack_session: FakeSlack) -> AsyncIterator[FakeSlack]:
-    await fake_slack_session.close_sockets()
-    fake_slack_session.reset()
-    yield fake_slack_session
-    await fake_slack_session.close_sockets()
-
-
 @pytest.fixture
 def slack_home(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path / "home"

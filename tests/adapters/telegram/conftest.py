@@ -65,16 +65,6 @@ def telegram_section(api: TelegramAPI, **overrides: Any) -> dict[str, Any]:
 
 
 @pytest_asyncio.fixture
-async def telegram_api() -> AsyncIterator[TelegramAPI]:
-    api = TelegramAPI()
-    await api.start()
-    try:
-        yield api
-    finally:
-        await api.stop()
-
-
-@pytest_asyncio.fixture
 async def start_telegram(
     model_server: ModelServer, telegram_api: TelegramAPI, tmp_path: Path
 ) -> AsyncIterator[StartTelegram]:
