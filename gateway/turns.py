@@ -50,7 +50,7 @@ from gateway.progress import ToolProgress
 from gateway.session_key import session_key_for
 from gateway.slots import AgentSlots
 from gateway.typing_indicator import typing
-from storage import MessageAppend, SessionRecord, Store, Usage
+from storage import MessageAppend, SessionRecord, Store, Usage, fault_of
 
 log = structlog.get_logger("gateway.turn")
 
@@ -86,6 +86,18 @@ class _SessionRef:
 
 
 MAX_REMEMBERED_WARNINGS = 10_000
+MAX_HELD_REPLIES = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Unsent:
+    """A turn's answer the database could not store: its next try delivers it instead of asking the model again."""
+
+    text: str
+    append: MessageAppend
+
+    def fits(self, session_id: str) -> bool:
+        return self.append.session_id == session_id
 
 
 class TurnRunner:
@@ -115,12 +127,16 @@ class TurnRunner:
         self._slots = slots
         self._hygiene_warned: OrderedDict[str, None] = OrderedDict()
         """Sessions already told that compaction failed (the most recent ones; bounded)."""
+        self._unsent: OrderedDict[str, _Unsent] = OrderedDict()
+        """Turn id -> its answer, held while the database refuses to store it (bounded)."""
 
-    async def run(self, _lane: str, batch: list[InboundMessage]) -> None:
-        """The lane's entry point: the turn(s) for ``batch`` (messages of one session, in order).
+    async def run(self, _lane: str, batch: list[InboundMessage], *, retry: bool = False) -> None:
+        """The turn(s) for ``batch`` (messages of one session, in order), for the lane (through ``gateway/turn_retry.py``).
 
         After a crash the batch may start with events whose turn was already under way: that
-        turn is finished first, then the rest become a new turn.
+        turn is finished first, then the rest become a new turn. ``retry``: an earlier try failed
+        on the database, so the user's message is stored before the model is asked (a database
+        that still fails then costs no model call).
         """
         key = session_key_for(batch[0], group_per_user=self._group_per_user)
         conversation = await self._conversations.open(key)
@@ -134,7 +150,7 @@ class TurnRunner:
             await self._turn(conversation, resumed, resume=True, shared=key.shared, first_event=covered[0])
             conversation = await self._conversations.open(key)
         if fresh:
-            await self._turn(conversation, fresh, resume=False, shared=key.shared)
+            await self._turn(conversation, fresh, resume=False, shared=key.shared, retry=retry)
 
     async def _turn(
         self,
@@ -144,15 +160,17 @@ class TurnRunner:
         resume: bool,
         shared: bool,
         first_event: str | None = None,
+        retry: bool = False,
     ) -> None:
         first = batch[0]
         turn_id = turn_id_for(first.platform, first_event or first.event_id)
         short = short_turn_id(turn_id)
         with bind(platform=first.platform, chat=first.chat_id, session=conversation.record.id, turn=short):
-            await self._run(conversation, turn_id, batch, resume=resume, shared=shared)
+            await self._run(conversation, turn_id, batch, resume=resume, shared=shared, retry=retry)
 
     async def _run(
-        self, conversation: Conversation, turn_id: str, batch: list[InboundMessage], *, resume: bool, shared: bool
+        self, conversation: Conversation, turn_id: str, batch: list[InboundMessage], *, resume: bool, shared: bool,
+        retry: bool = False,
     ) -> None:
         """One turn; ``shared``: several people talk in the session, so messages carry their sender's name."""
         started = time.monotonic()
@@ -164,6 +182,8 @@ class TurnRunner:
             user = ChatMessage.user(compose(batch, named=shared))
             ref.pending = self._store.append_messages(ref.record.id, [to_new(user, platform_message_id=event_tag(batch))])
             history.append(user)
+            if retry:
+                await ref.settled()
         try:
             await self._finish_turn(ref, conversation, turn_id, history, batch, started, shared)
         finally:
@@ -187,11 +207,18 @@ class TurnRunner:
                 log.info("turn.started", messages=len(batch), history=len(history), **_joined(batch))
                 history = await self._hygiene(ref, conversation, history, batch[0])
                 progress = self._progress_for(turn_id, batch[0])
-                reply, stored_with_reply = await self._reply(ref, conversation, history, batch, started, shared, progress)
+                held = self._unsent.pop(turn_id, None)
+                if held is not None and history[-1].role == "user" and held.fits(ref.record.id):
+                    reply, stored_with_reply = held.text, held.append  # answered before the database failed
+                else:
+                    reply, stored_with_reply = await self._reply(ref, conversation, history, batch, started, shared,
+                                                                 progress)  # fmt: skip
         except asyncio.CancelledError:
             stopped = True
             raise
-        except Exception as error:  # noqa: BLE001 - a bug or a failing store must not leave the user unanswered
+        except Exception as error:  # noqa: BLE001 - a bug must not leave the user unanswered
+            if fault_of(error) is not None:
+                raise  # the database's fault: the turn is tried again (gateway/turn_retry.py)
             self._metrics.turns.inc(batch[0].platform, "error")
             log.error("turn.crashed", error=f"{type(error).__name__}: {error}", exc_info=error)
             reply, stored_with_reply = TURN_FAILED_NOTICE.format(ref=short_turn_id(turn_id)), None
@@ -202,8 +229,12 @@ class TurnRunner:
                 if stopped:
                     await progress.finish(stopped=True)  # not left saying "Working on it" for good
         # The reply marks the user's events done, so their message must be stored: if it could not
-        # be, this raises, the events stay unfinished and the next start runs them again.
-        await ref.settled()
+        # be, this raises, the events stay unfinished and the turn is tried again (or the next start runs it).
+        try:
+            await ref.settled()
+        except Exception as error:
+            self._hold(turn_id, error, reply, stored_with_reply)
+            raise
         delivering = asyncio.ensure_future(self._delivery.send_text(
             turn_id=turn_id,
             platform=batch[0].platform,
@@ -222,8 +253,19 @@ class TurnRunner:
             # the rest to the outbox, which sends it at shutdown or on the next start.
             await delivering
             raise
+        except Exception as error:
+            self._hold(turn_id, error, reply, stored_with_reply)
+            raise
         if progress is not None:
             await progress.finish(failed=failed)
+
+    def _hold(self, turn_id: str, error: BaseException, reply: str, append: MessageAppend | None) -> None:
+        """Keep a model's answer that the database refused, for the next try of the turn (not another model call)."""
+        if append is None or fault_of(error) is None:
+            return
+        self._unsent[turn_id] = _Unsent(reply, append)
+        while len(self._unsent) > MAX_HELD_REPLIES:
+            self._unsent.popitem(last=False)
 
     def _progress_for(self, turn_id: str, first: InboundMessage) -> ToolProgress | None:
         """The turn's tool progress message, when configured and the platform can edit messages."""
