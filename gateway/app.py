@@ -10,7 +10,8 @@ what the outbox still holds; queue the unfinished events in arrival order;
 then let new messages through.
 
 Stop: stop intake on every adapter; let running turns finish within the
-drain timeout (what does not finish is resumed on the next start); flush the
+drain timeout (what does not finish is resumed on the next start, as are turns
+that were waiting for a failing database: ``gateway/turn_retry.py``); flush the
 outbox; close adapters, /health and storage.
 """
 
