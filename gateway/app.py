@@ -46,7 +46,7 @@ from gateway.tasks import TaskTracker
 from gateway.turn_retry import TurnRetry, TurnRetryPolicy
 from gateway.turns import TurnRunner
 from gateway.version import version
-from storage import InboxRecord, Store
+from storage import InboxRecord, StorageError, Store
 
 log = structlog.get_logger("gateway")
 
@@ -103,7 +103,8 @@ class Gateway:
             tool_progress=settings.gateway.tool_progress,
         )
         self.database = DatabaseHealth(loaded.db_path)
-        self._retry = TurnRetry(runner.run, store=store, delivery=self.delivery, health=self.database, policy=TurnRetryPolicy(
+        self._retry = TurnRetry(runner.run, store=store, delivery=self.delivery, health=self.database, metrics=self.metrics,
+                                policy=TurnRetryPolicy(
             notice_after=settings.gateway.database_retry_notice_after, max_pause=settings.gateway.database_retry_max_delay,
         ))  # fmt: skip
         self.lanes: Lanes[InboundMessage] = Lanes(
@@ -131,8 +132,12 @@ class Gateway:
 
     async def _turn_stopped(self, lane: str, batch: list[InboundMessage]) -> None:
         """A turn stopped by the user (or interrupted by a newer message) counts as answered."""
-        for message in batch:
-            await self._store.inbox_mark_done(message.platform, message.event_id)
+        try:
+            for message in batch:
+                await self._store.inbox_mark_done(message.platform, message.event_id)
+        except StorageError as error:  # a failing database (a stopped turn may have been waiting for it)
+            log.warning("turn.stopped_unrecorded", session_key=lane, error=str(error),
+                        hint="the stopped message is answered on the next start")  # fmt: skip
         log.info("turn.stopped", session_key=lane, messages=len(batch))
 
     @property

@@ -39,6 +39,7 @@ from gateway.database_health import DatabaseHealth
 from gateway.delivery import Delivery
 from gateway.events import InboundMessage
 from gateway.logs import bind, short_turn_id, turn_id_for
+from gateway.metrics import Metrics
 from gateway.turns import TURN_FAILED_NOTICE
 from storage import Fault, Store, StorageError, fault_of
 
@@ -80,9 +81,11 @@ class TurnRetry:
         store: Store,
         delivery: Delivery,
         health: DatabaseHealth,
+        metrics: Metrics,
         policy: TurnRetryPolicy = TurnRetryPolicy(),
     ) -> None:
         self._run_turn = run_turn
+        self._metrics = metrics
         self._store = store
         self._delivery = delivery
         self._health = health
@@ -126,6 +129,7 @@ class TurnRetry:
                             return
                     else:
                         self._health.failed(fault, error)
+                        self._metrics.turn_retries.inc(fault.value)
                         if not waiting:
                             waiting = True
                             self._health.waiting += 1

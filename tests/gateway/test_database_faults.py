@@ -57,6 +57,11 @@ def idle(running: Running) -> bool:
     return len(running.gateway.lanes) == 0
 
 
+def tries(running: Running, fault: str) -> float:
+    """How often turns were tried again after meeting ``fault`` (``switchboard_turn_retries_total``)."""
+    return running.gateway.metrics.turn_retries.totals.get((fault,), 0.0)
+
+
 def notices(running: Running, chat: str = "chat-1") -> list[str]:
     return [text for text in running.adapter.texts(chat) if not text.startswith("re: ")]
 
@@ -105,7 +110,7 @@ async def test_a_turn_that_meets_a_lock_held_by_another_process_is_answered_once
         # Before: the turn failed (lane.turn_failed), "second" was tried and failed too, nothing was sent.
         await eventually(lambda: notices(running) or idle(running))
         assert len(notices(running)) == 1, running.adapter.texts()
-        await asyncio.sleep(0.3)  # several more tries meanwhile: still one notice, no answer yet
+        await eventually(lambda: tries(running, "locked") >= 5)  # several more tries: still one notice, no answer
         assert running.adapter.texts() == notices(running)
         assert running.gateway.lanes.queued() == 1  # "second" waits behind it
     await answered_in_order(running)
@@ -244,5 +249,5 @@ async def test_a_turn_that_meets_a_damaged_page_marks_the_database_degraded_and_
     await running.adapter.inject("a new chat", chat_id="new", event_id="again-3")
     await eventually(lambda: running.adapter.texts("new") == ["re: a new chat"])
     assert (await running.gateway.snapshot())["database"]["ok"] is False
-    await asyncio.sleep(0.3)  # more tries of the damaged chat meanwhile: it was told once
+    await eventually(lambda: tries(running, "damaged") >= 5)  # more tries of the damaged chat: it was told once
     assert running.adapter.texts("old") == [notice]

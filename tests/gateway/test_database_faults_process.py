@@ -38,6 +38,14 @@ def health(url: str) -> dict:
         return json.loads(error.read())
 
 
+def full_disk_tries(health_url: str) -> float:
+    """``switchboard_turn_retries_total{fault="full"}`` from /metrics."""
+    with urllib.request.urlopen(health_url.replace("/health", "/metrics"), timeout=10) as response:
+        page = response.read().decode()
+    found = re.search(r'^switchboard_turn_retries_total\{fault="full"\} (\S+)$', page, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
 async def test_a_full_disk_is_reported_on_health_and_once_a_minute_in_the_log_and_the_turn_waits_for_room(
     tmp_path: Path, model_server: ModelServer, relay: RelayPlatform, small_disk: Path  # noqa: F811
 ) -> None:
@@ -65,7 +73,7 @@ async def test_a_full_disk_is_reported_on_health_and_once_a_minute_in_the_log_an
         body = health(url)
         assert body["database"]["ok"] is False and "full" in body["database"]["reason"], body
         await until(lambda: len(relay.sent) == 2, process, "the notice", limit=HANG_GUARD)
-        await asyncio.sleep(1.0)  # a few more tries against the full disk
+        await until(lambda: full_disk_tries(url) >= 5, process, "more tries against the full disk", limit=HANG_GUARD)
         full_for = time.monotonic() - full_since
         filler.unlink()
         await until(lambda: relay.sent[-1].text == "re: second", process, "both answers", limit=HANG_GUARD)
