@@ -128,13 +128,13 @@ class TurnRetry:
                             log.error("turn.abandoned", hint="the message is answered on the next start")
                             return
                     else:
-                        self._health.failed(fault, error)
-                        self._metrics.turn_retries.inc(fault.value)
                         if not waiting:
                             waiting = True
                             self._health.waiting += 1
                             log.warning("turn.waiting", fault=fault.value, reason=fault.reason, error=str(error)[:300],
                                         hint="tried again while the gateway runs; later messages of the chat wait")  # fmt: skip
+                        self._health.failed(fault, error)
+                        self._metrics.turn_retries.inc(fault.value)
                         if fault is Fault.DAMAGED and not told:
                             told = await self._tell_damaged(batch[0])
                     notice_due = None if told or not waiting else started + self._policy.notice_after
