@@ -44,6 +44,9 @@ def database_problem(path: Path, *, budget: float = START_CHECK_BUDGET) -> str |
         return (f"the database {path} was written by a newer Switchboard (schema version {check.schema_version}, "
                 f"this build knows up to {SCHEMA_VERSION}): upgrade Switchboard, or restore a backup made with "
                 "this version (`switchboard restore BACKUP_DIR`). The file was left untouched.")  # fmt: skip
+    if not check.ok and check.fault not in (None, Fault.DAMAGED):  # cannot be read here: not damage
+        problems = "; ".join(check.problems)
+        return f"the database {path} cannot be used: {check.fault.reason} ({problems}); what to do: {_hint(check.fault, path)}"
     if not check.ok:
         problems = "; ".join(check.problems)
         log.error("database.damaged", path=str(path), problems=problems,

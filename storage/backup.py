@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from storage.errors import BackupError, SchemaError
+from storage.errors import BackupError, Fault, SchemaError, fault_of
 from storage.migrations import read_version
 from storage.schema import LATEST
 
@@ -54,6 +54,9 @@ class DatabaseCheck:
     """Bytes of the main file (the ``-wal`` is not counted)."""
     complete: bool = True
     """False when ``budget`` ran out before the check had read the whole file (no problem found so far)."""
+    fault: Fault | None = None
+    """What kind of trouble the problems are: ``DAMAGED`` when the file is, another fault when it could
+    not be read at all (``READ_ONLY`` for a file or directory that cannot be opened, say)."""
 
     @property
     def ok(self) -> bool:
@@ -73,6 +76,7 @@ def check_database(path: Path, *, thorough: bool = False, budget: float | None =
     problems: list[str] = []
     version: int | None = None
     complete = True
+    fault: Fault | None = None
     try:
         conn = _open(path)
         try:
@@ -88,17 +92,19 @@ def check_database(path: Path, *, thorough: bool = False, budget: float | None =
                 rows, complete = ["ok"], False
             if rows != ["ok"]:
                 problems += rows[:5] + ([f"... and {len(rows) - 5} more"] if len(rows) > 5 else [])
+                fault = Fault.DAMAGED
             conn.set_progress_handler(None, 0)
             version = read_version(conn)
         finally:
             conn.close()
     except sqlite3.DatabaseError as error:
         problems.append(str(error))
+        fault = fault_of(error) or Fault.DAMAGED
     except SchemaError as error:
         problems.append(str(error))
     if version is not None and version > LATEST:
         problems.append(f"schema version {version} is newer than this build's {LATEST}")
-    return DatabaseCheck(path, tuple(problems), version, path.stat().st_size, complete)
+    return DatabaseCheck(path, tuple(problems), version, path.stat().st_size, complete, fault)
 
 
 def backup_database(source: Path, target: Path) -> DatabaseCheck:

@@ -66,13 +66,13 @@ class Fault(enum.Enum):
 _REASONS = {
     Fault.LOCKED: "the database is locked by another process",
     Fault.FULL: "the disk holding the database is full",
-    Fault.READ_ONLY: "the database file cannot be written (read-only, or moved away)",
+    Fault.READ_ONLY: "the database file cannot be opened or written (read-only, or moved away)",
     Fault.IO: "the database file cannot be read or written (an I/O error)",
     Fault.DAMAGED: "the database file is damaged",
 }
 # SQLite's primary result codes (the low byte of an extended code).
 _FAULTS = {5: Fault.LOCKED, 6: Fault.LOCKED, 8: Fault.READ_ONLY, 10: Fault.IO, 11: Fault.DAMAGED, 13: Fault.FULL,
-           14: Fault.IO, 26: Fault.DAMAGED}  # fmt: skip
+           14: Fault.READ_ONLY, 26: Fault.DAMAGED}  # fmt: skip
 """BUSY, LOCKED, READONLY, IOERR, CORRUPT, FULL, CANTOPEN, NOTADB."""
 
 

@@ -145,3 +145,18 @@ async def test_a_database_with_a_bad_header_stops_the_start_with_what_to_do_not_
     assert code == 2, (code, stderr[-2000:])
     assert "Traceback" not in stderr, stderr[-2000:]
     assert "not a database" in stderr and "switchboard restore" in stderr, stderr
+
+
+async def test_a_database_on_a_read_only_disk_stops_the_start_with_what_to_do_and_is_not_called_damaged(
+    start_gateway: GatewayFactory, model_server: ModelServer, small_disk: Path  # noqa: F811
+) -> None:
+    model_server.responder = lambda record: Text("re: " + record.last_user_text)
+    running = await start_gateway({"storage": {"path": str(small_disk / "state.db")}})
+    await running.adapter.inject("hello")
+    await running.adapter.wait_sent(1)
+    await running.gateway.shutdown()
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    code, stderr, log = await run_to_exit(running.home, running.home / "config.yaml")
+    assert code == 2, (code, stderr[-2000:])
+    assert "Traceback" not in stderr and "damaged" not in stderr, stderr
+    assert "read-only" in stderr and "writable" in stderr, stderr
