@@ -103,10 +103,10 @@ class Gateway:
             tool_progress=settings.gateway.tool_progress,
         )
         self.database = DatabaseHealth(loaded.db_path)
-        self._retry = TurnRetry(runner.run, store=store, delivery=self.delivery, health=self.database, metrics=self.metrics,
-                                policy=TurnRetryPolicy(
-            notice_after=settings.gateway.database_retry_notice_after, max_pause=settings.gateway.database_retry_max_delay,
-        ))  # fmt: skip
+        retry_policy = TurnRetryPolicy(notice_after=settings.gateway.database_retry_notice_after,
+                                       max_pause=settings.gateway.database_retry_max_delay)  # fmt: skip
+        self._retry = TurnRetry(runner.run, store=store, delivery=self.delivery, health=self.database,
+                                metrics=self.metrics, policy=retry_policy)  # fmt: skip
         self.lanes: Lanes[InboundMessage] = Lanes(
             self._retry,
             self._tasks,

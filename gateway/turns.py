@@ -35,7 +35,6 @@ from adapters.base import Adapter
 from agent.compressor import CompressionResult
 from agent.errors import ModelUnavailableError
 from agent.messages import ChatMessage
-from agent.prompt import combine_ephemeral
 from agent.providers.base import ModelResponse
 from agent.tokens import estimate_message
 from config.models import CompressionConfig
@@ -43,12 +42,13 @@ from gateway import hygiene
 from gateway.conversations import Conversation, Conversations
 from gateway.convert import to_new
 from gateway.delivery import Delivery
-from gateway.events import ChatType, InboundMessage
+from gateway.events import InboundMessage
 from gateway.logs import bind, short_turn_id, turn_id_for
 from gateway.metrics import Metrics
 from gateway.progress import ToolProgress
 from gateway.session_key import session_key_for
 from gateway.slots import AgentSlots
+from gateway.turn_input import compose, covered_events, event_tag, overlay
 from gateway.typing_indicator import typing
 from storage import MessageAppend, SessionRecord, Store, Usage, fault_of
 
@@ -64,7 +64,6 @@ TURN_FAILED_NOTICE = (
     "Please send it again; if it keeps failing, send /new to start a fresh conversation. "
     "(reference: {ref})"
 )
-EVENT_TAG_PREFIX = "events:"
 NOTHING_TO_ADD = "(I have nothing to add.)"
 
 
@@ -471,64 +470,3 @@ def _recent_turns_start(history: Sequence[ChatMessage]) -> int:
             if seen == 2:
                 return index
     return 0
-
-
-def compose(batch: Sequence[InboundMessage], *, named: bool = False) -> str:
-    """The user's turn: the messages' texts in order, with a note for files the model cannot see.
-
-    ``named``: the session is shared by several people, so each message starts with its sender's
-    name (``Alice: ...``); the stored history then keeps who said what.
-    """
-    parts = []
-    for message in batch:
-        text = message.text.strip()
-        notes = [
-            f"[{a.kind}{' ' + a.name if a.name else ''} attached; you cannot open attachments here]"
-            for a in message.attachments
-        ]
-        part = "\n".join(p for p in [text, *notes] if p)
-        if part and named:
-            part = f"{sender(message)}: {part}"
-        parts.append(part)
-    return "\n\n".join(p for p in parts if p) or "(an empty message)"
-
-
-def sender(message: InboundMessage) -> str:
-    """The sender's name on one line (their id when the platform gave no name)."""
-    return " ".join((message.user_name or message.user_id).split()) or message.user_id
-
-
-def event_tag(batch: Sequence[InboundMessage]) -> str:
-    """Stored on the user message: the inbound events it answers (how a replay finds its turn)."""
-    return EVENT_TAG_PREFIX + ",".join(m.event_id for m in batch)
-
-
-def covered_events(conversation: Conversation) -> list[str]:
-    """The events answered by the session's last user message, in the order they were tagged."""
-    for record in reversed(conversation.records):
-        if record.role == "user":
-            tag = record.platform_message_id or ""
-            return tag[len(EVENT_TAG_PREFIX):].split(",") if tag.startswith(EVENT_TAG_PREFIX) else []
-    return []
-
-
-def overlay(batch: Sequence[InboundMessage], conversation: Conversation, *, shared: bool = False) -> str | None:
-    """Call-time context the frozen prompt must not hold: who is speaking, why the session is new."""
-    notes = []
-    first = batch[0]
-    if shared:
-        notes.append("[Several people talk in this thread; each of their messages starts with the sender's name.]")
-    elif first.chat_type is not ChatType.DM:
-        notes.append(f"[This message comes from {sender(first)} in a group chat.]")
-    if conversation.reset_reason == "idle":
-        notes.append("[The previous conversation ended after a long pause; this one starts without its history.]")
-    elif conversation.reset_reason == "daily":
-        notes.append("[Conversations start afresh every day; this one starts without yesterday's history.]")
-    elif conversation.reset_reason == "forgotten":
-        notes.append("[What you had saved about this person or conversation was deleted on request (/forget); "
-                     "this conversation starts afresh.]")
-    elif conversation.reset_reason == "memory_scope":
-        notes.append("[Saved memory is now kept per person; this conversation starts afresh without the earlier "
-                     "history.]")
-    return combine_ephemeral(*notes)
-

@@ -44,7 +44,7 @@ from typing import Final
 
 from storage.connection import Role
 from storage.errors import StorageError
-from storage.log import log, warn_at_most_once_a_minute
+from storage.log import warn_at_most_once_a_minute
 from storage.maintenance import WalProgress
 from storage.words import TAIL_ROWS, backlog, read_slice, record_words
 from storage.worker import ConnectionThread
