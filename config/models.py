@@ -365,6 +365,11 @@ class GatewayConfig(Section):
     """Seconds between new attempts at replies a platform could not take (an outage, a long rate limit)."""
     undelivered_keep_hours: Annotated[float, _between(0.0, 168.0)] = 24.0
     """Hours such a reply is kept and tried again before it is given up (``delivery.failed``)."""
+    database_retry_notice_after: Annotated[float, _between(0.0, 3600.0)] = 5.0
+    """A turn the database let down (locked, disk full, I/O error) is tried again while the gateway runs;
+    once it has taken this many seconds, the user gets one short notice that the answer is delayed."""
+    database_retry_max_delay: Annotated[float, _between(0.01, 3600.0)] = 60.0
+    """The longest pause, in seconds, between two tries of such a turn (the pauses double up to it)."""
 
 
 class Settings(Section):

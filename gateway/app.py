@@ -11,7 +11,8 @@ what the outbox still holds; queue the unfinished events in arrival order;
 then let new messages through.
 
 Stop: stop intake on every adapter; let running turns finish within the
-drain timeout (what does not finish is resumed on the next start); flush the
+drain timeout (what does not finish is resumed on the next start, as are turns
+that were waiting for a failing database: ``gateway/turn_retry.py``); flush the
 outbox; close adapters, /health and storage.
 """
 
@@ -31,6 +32,7 @@ from config.loader import LoadedConfig
 from gateway.access import AccessControl, AccessPolicy
 from gateway.command_handlers import CommandHandlers
 from gateway.conversations import Conversations
+from gateway.database_health import DatabaseHealth
 from gateway.delivery import Delivery, DeliveryPolicy
 from gateway.events import InboundMessage
 from gateway.health import HealthServer
@@ -42,9 +44,10 @@ from gateway.pairing import Pairing
 from gateway.redaction import redactor
 from gateway.slots import AgentSlots
 from gateway.tasks import TaskTracker
+from gateway.turn_retry import TurnRetry, TurnRetryPolicy
 from gateway.turns import TurnRunner
 from gateway.version import version
-from storage import InboxRecord, Store
+from storage import InboxRecord, StorageError, Store
 
 log = structlog.get_logger("gateway")
 
@@ -100,8 +103,13 @@ class Gateway:
             slots=AgentSlots(settings.sessions.max_concurrent_turns, on_wait=self.metrics.lane_wait.observe),
             tool_progress=settings.gateway.tool_progress,
         )
+        self.database = DatabaseHealth(loaded.db_path)
+        retry_policy = TurnRetryPolicy(notice_after=settings.gateway.database_retry_notice_after,
+                                       max_pause=settings.gateway.database_retry_max_delay)  # fmt: skip
+        self._retry = TurnRetry(runner.run, store=store, delivery=self.delivery, health=self.database,
+                                metrics=self.metrics, policy=retry_policy)  # fmt: skip
         self.lanes: Lanes[InboundMessage] = Lanes(
-            runner.run,
+            self._retry,
             self._tasks,
             debounce=settings.sessions.debounce_ms / 1000,
             busy=settings.sessions.busy,
@@ -125,8 +133,12 @@ class Gateway:
 
     async def _turn_stopped(self, lane: str, batch: list[InboundMessage]) -> None:
         """A turn stopped by the user (or interrupted by a newer message) counts as answered."""
-        for message in batch:
-            await self._store.inbox_mark_done(message.platform, message.event_id)
+        try:
+            for message in batch:
+                await self._store.inbox_mark_done(message.platform, message.event_id)
+        except StorageError as error:  # a failing database (a stopped turn may have been waiting for it)
+            log.warning("turn.stopped_unrecorded", session_key=lane, error=str(error),
+                        hint="the stopped message is answered on the next start")  # fmt: skip
         log.info("turn.stopped", session_key=lane, messages=len(batch))
 
     @property
@@ -215,30 +227,33 @@ class Gateway:
         """The /health body."""
         now = time.time()
         adapters = {adapter.platform: adapter.status().to_dict(now) for adapter in self._adapters}
-        database_ok = await self._database_ok()
+        database = self.database.to_dict(await self._probe_database())
         running = [a for a in adapters.values() if a["state"] == AdapterState.RUNNING.value]
-        healthy = database_ok and not self._stopping and len(running) == len(adapters) and bool(adapters)
+        healthy = database["ok"] and not self._stopping and len(running) == len(adapters) and bool(adapters)
         return {
             "status": "stopping" if self._stopping else ("ok" if healthy else "degraded"),
             "version": version(),
             "uptime_s": round(time.monotonic() - self._started_at, 1),
             "adapters": adapters,
-            "database": {"ok": database_ok},
+            "database": database,
             "queue_depth": self.lanes.queued(),
             "turns_running": self.lanes.running(),
         }
 
-    async def _database_ok(self) -> bool:
+    async def _probe_database(self) -> BaseException | None:
+        """What reading the database's tables raised just now (None: it answered)."""
         try:
-            return await asyncio.wait_for(self._store.ping(), timeout=2.0)
-        except Exception:  # noqa: BLE001 - /health reports the failure instead of raising
-            return False
+            await asyncio.wait_for(self._store.probe(), timeout=2.0)
+        except Exception as error:  # noqa: BLE001 - /health reports the failure instead of raising
+            return error
+        return None
 
     async def shutdown(self) -> None:
         """Stop intake, drain running turns, flush the outbox, close adapters, /health and storage."""
         if self._stopping:
             return
         self._stopping = True
+        self._retry.stop()  # turns waiting for the database are answered on the next start
         drain_timeout = self._loaded.settings.gateway.drain_timeout
         log.info("shutdown.begin", turns_running=self.lanes.running(), queued=self.lanes.queued(),
                  drain_timeout=drain_timeout)  # fmt: skip

@@ -37,7 +37,7 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import structlog
@@ -175,6 +175,32 @@ class Delivery:
                 stalled = (platform, chat_id) in self._stalled  # an older chunk waits: keep the order
                 sent.append((record, None if stalled else await self._deliver_held(adapter, record)))
             return sent
+
+    async def send_unrecorded(
+        self, *, key: str, platform: str, chat_id: str, thread_id: str | None = None, text: str
+    ) -> bool:
+        """Send ``text`` without the outbox: for telling a user that the database is failing, when it
+        cannot record anything. One attempt (plain text if the markup is refused), in order with the
+        chat's other messages; lost if the process stops first. ``key`` names it for the platform's
+        idempotency. True if it went out; a failure is logged, never raised."""
+        adapter = self._adapters[platform]
+        chunks = self._render(adapter, redactor.credentials(text))
+        markup = adapter.capabilities.markup
+        async with self._chat_locks.hold((platform, chat_id)):
+            for index, chunk in enumerate(chunks):
+                nonce = hashlib.sha256(f"{key}\x00{index}".encode()).hexdigest()[:24]
+                message = OutboundMessage(chat_id=chat_id, text=chunk.text, thread_id=thread_id, markup=markup,
+                                          nonce=nonce)  # fmt: skip
+                try:
+                    try:
+                        await adapter.send(message)
+                    except MarkupRejected:
+                        await adapter.send(replace(message, text=chunk.plain or chunk.text, markup=Markup.PLAIN))
+                except AdapterError as error:
+                    log.warning("delivery.notice_failed", platform=platform, chat=chat_id, error=str(error))
+                    return False
+        log.info("delivery.notice_sent", platform=platform, chat=chat_id, notice=key)
+        return True
 
     async def edit_text(self, record: OutboxRecord | int, text: str) -> list[str]:
         """Replace the text of a delivered chunk (its outbox row or row id) with ``text`` (model Markdown).

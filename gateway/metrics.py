@@ -112,6 +112,9 @@ class Metrics(Collector):
         self.delivery_retries = Count(
             "switchboard_delivery_retries_total", "Delivery attempts that had to be retried", ["platform", "reason"]
         )
+        self.turn_retries = Count(
+            "switchboard_turn_retries_total", "Turns tried again after the database failed them, by fault", ["fault"]
+        )
         self.lane_wait = Timing(
             "switchboard_lane_wait_seconds", "Time a turn waited for a free slot", (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30)
         )

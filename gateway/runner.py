@@ -1,8 +1,10 @@
 """``switchboard run``: from a loaded configuration to a running gateway and back to exit 0.
 
 Exit statuses: 0 after a clean shutdown (SIGINT/SIGTERM), 2 when the
-configuration cannot run (the message names what to set), a port is taken or
-another gateway runs on the same home or database, 1 when no adapter could start.
+configuration cannot run (the message names what to set), a port is taken,
+another gateway runs on the same home or database, or the database cannot be
+used (damaged, from a newer version: the message says what to do), 1 when no
+adapter could start.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -25,9 +28,10 @@ from gateway.access import AccessPolicy
 from gateway.adapter_loader import load_adapters
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
+from gateway.database_health import cannot_open, database_problem
 from gateway.instance_lock import AlreadyRunning, InstanceLock
 from gateway.memory_scope import search_owner
-from storage import Store
+from storage import StorageError, Store
 
 log = structlog.get_logger("gateway")
 
@@ -84,7 +88,15 @@ async def _serve(
         report_blockers([str(error)])
         return EXIT_CONFIG
 
-    store = await Store.open(loaded.db_path, synchronous=loaded.settings.storage.synchronous)
+    problem = await asyncio.to_thread(database_problem, loaded.db_path)  # a damaged file: say what to do
+    if problem is not None:
+        report_blockers([problem])
+        return EXIT_CONFIG
+    try:
+        store = await Store.open(loaded.db_path, synchronous=loaded.settings.storage.synchronous)
+    except (StorageError, sqlite3.Error) as error:
+        report_blockers([cannot_open(loaded.db_path, error)])
+        return EXIT_CONFIG
     agent = build_agent(loaded, search=search_function(store))
     gateway = Gateway(loaded, store, adapters, agent, extra_access=extra_access)
     stop = asyncio.Event()

@@ -35,7 +35,6 @@ from adapters.base import Adapter
 from agent.compressor import CompressionResult
 from agent.errors import ModelUnavailableError
 from agent.messages import ChatMessage
-from agent.prompt import combine_ephemeral
 from agent.providers.base import ModelResponse
 from agent.tokens import estimate_message
 from config.models import CompressionConfig
@@ -43,14 +42,15 @@ from gateway import hygiene
 from gateway.conversations import Conversation, Conversations
 from gateway.convert import to_new
 from gateway.delivery import Delivery
-from gateway.events import ChatType, InboundMessage
+from gateway.events import InboundMessage
 from gateway.logs import bind, short_turn_id, turn_id_for
 from gateway.metrics import Metrics
 from gateway.progress import ToolProgress
 from gateway.session_key import session_key_for
 from gateway.slots import AgentSlots
+from gateway.turn_input import compose, covered_events, event_tag, overlay
 from gateway.typing_indicator import typing
-from storage import MessageAppend, SessionRecord, Store, Usage
+from storage import MessageAppend, SessionRecord, Store, Usage, fault_of
 
 log = structlog.get_logger("gateway.turn")
 
@@ -64,7 +64,6 @@ TURN_FAILED_NOTICE = (
     "Please send it again; if it keeps failing, send /new to start a fresh conversation. "
     "(reference: {ref})"
 )
-EVENT_TAG_PREFIX = "events:"
 NOTHING_TO_ADD = "(I have nothing to add.)"
 
 
@@ -86,6 +85,18 @@ class _SessionRef:
 
 
 MAX_REMEMBERED_WARNINGS = 10_000
+MAX_HELD_REPLIES = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Unsent:
+    """A turn's answer the database could not store: its next try delivers it instead of asking the model again."""
+
+    text: str
+    append: MessageAppend
+
+    def fits(self, session_id: str) -> bool:
+        return self.append.session_id == session_id
 
 
 class TurnRunner:
@@ -115,12 +126,16 @@ class TurnRunner:
         self._slots = slots
         self._hygiene_warned: OrderedDict[str, None] = OrderedDict()
         """Sessions already told that compaction failed (the most recent ones; bounded)."""
+        self._unsent: OrderedDict[str, _Unsent] = OrderedDict()
+        """Turn id -> its answer, held while the database refuses to store it (bounded)."""
 
-    async def run(self, _lane: str, batch: list[InboundMessage]) -> None:
-        """The lane's entry point: the turn(s) for ``batch`` (messages of one session, in order).
+    async def run(self, _lane: str, batch: list[InboundMessage], *, retry: bool = False) -> None:
+        """The turn(s) for ``batch`` (messages of one session, in order), for the lane (through ``gateway/turn_retry.py``).
 
         After a crash the batch may start with events whose turn was already under way: that
-        turn is finished first, then the rest become a new turn.
+        turn is finished first, then the rest become a new turn. ``retry``: an earlier try failed
+        on the database, so the user's message is stored before the model is asked (a database
+        that still fails then costs no model call).
         """
         key = session_key_for(batch[0], group_per_user=self._group_per_user)
         conversation = await self._conversations.open(key)
@@ -134,7 +149,7 @@ class TurnRunner:
             await self._turn(conversation, resumed, resume=True, shared=key.shared, first_event=covered[0])
             conversation = await self._conversations.open(key)
         if fresh:
-            await self._turn(conversation, fresh, resume=False, shared=key.shared)
+            await self._turn(conversation, fresh, resume=False, shared=key.shared, retry=retry)
 
     async def _turn(
         self,
@@ -144,15 +159,17 @@ class TurnRunner:
         resume: bool,
         shared: bool,
         first_event: str | None = None,
+        retry: bool = False,
     ) -> None:
         first = batch[0]
         turn_id = turn_id_for(first.platform, first_event or first.event_id)
         short = short_turn_id(turn_id)
         with bind(platform=first.platform, chat=first.chat_id, session=conversation.record.id, turn=short):
-            await self._run(conversation, turn_id, batch, resume=resume, shared=shared)
+            await self._run(conversation, turn_id, batch, resume=resume, shared=shared, retry=retry)
 
     async def _run(
-        self, conversation: Conversation, turn_id: str, batch: list[InboundMessage], *, resume: bool, shared: bool
+        self, conversation: Conversation, turn_id: str, batch: list[InboundMessage], *, resume: bool, shared: bool,
+        retry: bool = False,
     ) -> None:
         """One turn; ``shared``: several people talk in the session, so messages carry their sender's name."""
         started = time.monotonic()
@@ -164,6 +181,8 @@ class TurnRunner:
             user = ChatMessage.user(compose(batch, named=shared))
             ref.pending = self._store.append_messages(ref.record.id, [to_new(user, platform_message_id=event_tag(batch))])
             history.append(user)
+            if retry:
+                await ref.settled()
         try:
             await self._finish_turn(ref, conversation, turn_id, history, batch, started, shared)
         finally:
@@ -187,11 +206,18 @@ class TurnRunner:
                 log.info("turn.started", messages=len(batch), history=len(history), **_joined(batch))
                 history = await self._hygiene(ref, conversation, history, batch[0])
                 progress = self._progress_for(turn_id, batch[0])
-                reply, stored_with_reply = await self._reply(ref, conversation, history, batch, started, shared, progress)
+                held = self._unsent.pop(turn_id, None)
+                if held is not None and history[-1].role == "user" and held.fits(ref.record.id):
+                    reply, stored_with_reply = held.text, held.append  # answered before the database failed
+                else:
+                    reply, stored_with_reply = await self._reply(ref, conversation, history, batch, started, shared,
+                                                                 progress)  # fmt: skip
         except asyncio.CancelledError:
             stopped = True
             raise
-        except Exception as error:  # noqa: BLE001 - a bug or a failing store must not leave the user unanswered
+        except Exception as error:  # noqa: BLE001 - a bug must not leave the user unanswered
+            if fault_of(error) is not None:
+                raise  # the database's fault: the turn is tried again (gateway/turn_retry.py)
             self._metrics.turns.inc(batch[0].platform, "error")
             log.error("turn.crashed", error=f"{type(error).__name__}: {error}", exc_info=error)
             reply, stored_with_reply = TURN_FAILED_NOTICE.format(ref=short_turn_id(turn_id)), None
@@ -202,8 +228,12 @@ class TurnRunner:
                 if stopped:
                     await progress.finish(stopped=True)  # not left saying "Working on it" for good
         # The reply marks the user's events done, so their message must be stored: if it could not
-        # be, this raises, the events stay unfinished and the next start runs them again.
-        await ref.settled()
+        # be, this raises, the events stay unfinished and the turn is tried again (or the next start runs it).
+        try:
+            await ref.settled()
+        except Exception as error:
+            self._hold(turn_id, error, reply, stored_with_reply)
+            raise
         delivering = asyncio.ensure_future(self._delivery.send_text(
             turn_id=turn_id,
             platform=batch[0].platform,
@@ -222,8 +252,19 @@ class TurnRunner:
             # the rest to the outbox, which sends it at shutdown or on the next start.
             await delivering
             raise
+        except Exception as error:
+            self._hold(turn_id, error, reply, stored_with_reply)
+            raise
         if progress is not None:
             await progress.finish(failed=failed)
+
+    def _hold(self, turn_id: str, error: BaseException, reply: str, append: MessageAppend | None) -> None:
+        """Keep a model's answer that the database refused, for the next try of the turn (not another model call)."""
+        if append is None or fault_of(error) is None:
+            return
+        self._unsent[turn_id] = _Unsent(reply, append)
+        while len(self._unsent) > MAX_HELD_REPLIES:
+            self._unsent.popitem(last=False)
 
     def _progress_for(self, turn_id: str, first: InboundMessage) -> ToolProgress | None:
         """The turn's tool progress message, when configured and the platform can edit messages."""
@@ -429,64 +470,3 @@ def _recent_turns_start(history: Sequence[ChatMessage]) -> int:
             if seen == 2:
                 return index
     return 0
-
-
-def compose(batch: Sequence[InboundMessage], *, named: bool = False) -> str:
-    """The user's turn: the messages' texts in order, with a note for files the model cannot see.
-
-    ``named``: the session is shared by several people, so each message starts with its sender's
-    name (``Alice: ...``); the stored history then keeps who said what.
-    """
-    parts = []
-    for message in batch:
-        text = message.text.strip()
-        notes = [
-            f"[{a.kind}{' ' + a.name if a.name else ''} attached; you cannot open attachments here]"
-            for a in message.attachments
-        ]
-        part = "\n".join(p for p in [text, *notes] if p)
-        if part and named:
-            part = f"{sender(message)}: {part}"
-        parts.append(part)
-    return "\n\n".join(p for p in parts if p) or "(an empty message)"
-
-
-def sender(message: InboundMessage) -> str:
-    """The sender's name on one line (their id when the platform gave no name)."""
-    return " ".join((message.user_name or message.user_id).split()) or message.user_id
-
-
-def event_tag(batch: Sequence[InboundMessage]) -> str:
-    """Stored on the user message: the inbound events it answers (how a replay finds its turn)."""
-    return EVENT_TAG_PREFIX + ",".join(m.event_id for m in batch)
-
-
-def covered_events(conversation: Conversation) -> list[str]:
-    """The events answered by the session's last user message, in the order they were tagged."""
-    for record in reversed(conversation.records):
-        if record.role == "user":
-            tag = record.platform_message_id or ""
-            return tag[len(EVENT_TAG_PREFIX):].split(",") if tag.startswith(EVENT_TAG_PREFIX) else []
-    return []
-
-
-def overlay(batch: Sequence[InboundMessage], conversation: Conversation, *, shared: bool = False) -> str | None:
-    """Call-time context the frozen prompt must not hold: who is speaking, why the session is new."""
-    notes = []
-    first = batch[0]
-    if shared:
-        notes.append("[Several people talk in this thread; each of their messages starts with the sender's name.]")
-    elif first.chat_type is not ChatType.DM:
-        notes.append(f"[This message comes from {sender(first)} in a group chat.]")
-    if conversation.reset_reason == "idle":
-        notes.append("[The previous conversation ended after a long pause; this one starts without its history.]")
-    elif conversation.reset_reason == "daily":
-        notes.append("[Conversations start afresh every day; this one starts without yesterday's history.]")
-    elif conversation.reset_reason == "forgotten":
-        notes.append("[What you had saved about this person or conversation was deleted on request (/forget); "
-                     "this conversation starts afresh.]")
-    elif conversation.reset_reason == "memory_scope":
-        notes.append("[Saved memory is now kept per person; this conversation starts afresh without the earlier "
-                     "history.]")
-    return combine_ephemeral(*notes)
-

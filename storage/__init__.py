@@ -6,6 +6,7 @@ This package is a leaf: it imports nothing from gateway, agent, adapters or conf
 
 from storage.errors import (
     BackupError,
+    Fault,
     InvalidTitleError,
     ReadFailedError,
     SchemaError,
@@ -16,6 +17,7 @@ from storage.errors import (
     TitleError,
     TitleInUseError,
     WriteFailedError,
+    fault_of,
 )
 from storage.ids import new_session_id
 from storage.lineage import END_COMPRESSION
@@ -42,6 +44,7 @@ from storage.writer import MergePolicy
 __all__ = [
     "BackupError",
     "END_COMPRESSION",
+    "Fault",
     "InboxRecord",
     "InvalidTitleError",
     "MergePolicy",
@@ -69,5 +72,6 @@ __all__ = [
     "Usage",
     "UsageTotals",
     "WriteFailedError",
+    "fault_of",
     "new_session_id",
 ]

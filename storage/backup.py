@@ -21,12 +21,13 @@ import os
 import sqlite3
 import struct
 import sys
+import time
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from storage.errors import BackupError, SchemaError
+from storage.errors import BackupError, Fault, SchemaError, fault_of
 from storage.migrations import read_version
 from storage.schema import LATEST
 
@@ -34,6 +35,8 @@ __all__ = ["DatabaseCheck", "backup_database", "check_database", "database_in_us
 
 _BUSY_TIMEOUT_MS: Final = 5_000
 """How long a backup or check waits on a lock (only WAL recovery holds one long)."""
+_PROGRESS_STEPS: Final = 10_000
+"""SQLite virtual machine steps between two looks at a check's ``budget`` (well under a millisecond)."""
 _SHM_DMS_BYTE: Final = 128
 """Every connection to a WAL database holds a read lock on this byte of ``-shm``
 (the "DMS" lock of SQLite's WAL file format); it tells whether anyone has the file open."""
@@ -49,39 +52,59 @@ class DatabaseCheck:
     """The version recorded in the file; None when it could not be read."""
     size: int
     """Bytes of the main file (the ``-wal`` is not counted)."""
+    complete: bool = True
+    """False when ``budget`` ran out before the check had read the whole file (no problem found so far)."""
+    fault: Fault | None = None
+    """What kind of trouble the problems are: ``DAMAGED`` when the file is, another fault when it could
+    not be read at all (``READ_ONLY`` for a file or directory that cannot be opened, say)."""
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
 
-def check_database(path: Path, *, thorough: bool = False) -> DatabaseCheck:
+def check_database(path: Path, *, thorough: bool = False, budget: float | None = None) -> DatabaseCheck:
     """``PRAGMA quick_check`` (or ``integrity_check`` with ``thorough``) and the schema version.
 
     Read-only and safe while the gateway runs. A missing file is a problem, not
-    an exception: nothing is created.
+    an exception: nothing is created. ``budget``: seconds the check may take; past
+    them SQLite is interrupted and the result says ``complete=False`` (a check
+    reads every page, about a second per few hundred MB on a common disk).
     """
     if not path.is_file():
         return DatabaseCheck(path, (f"no database file at {path}",), None, 0)
     problems: list[str] = []
     version: int | None = None
+    complete = True
+    fault: Fault | None = None
     try:
         conn = _open(path)
         try:
             pragma = "integrity_check" if thorough else "quick_check"
-            rows = [str(row[0]) for row in conn.execute(f"PRAGMA {pragma}")]
+            if budget is not None:
+                deadline = time.monotonic() + budget
+                conn.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_STEPS)
+            try:
+                rows = [str(row[0]) for row in conn.execute(f"PRAGMA {pragma}")]
+            except sqlite3.OperationalError as error:
+                if budget is None or "interrupted" not in str(error):
+                    raise
+                rows, complete = ["ok"], False
             if rows != ["ok"]:
                 problems += rows[:5] + ([f"... and {len(rows) - 5} more"] if len(rows) > 5 else [])
+                fault = Fault.DAMAGED
+            conn.set_progress_handler(None, 0)
             version = read_version(conn)
         finally:
             conn.close()
     except sqlite3.DatabaseError as error:
         problems.append(str(error))
+        fault = fault_of(error) or Fault.DAMAGED
     except SchemaError as error:
         problems.append(str(error))
     if version is not None and version > LATEST:
         problems.append(f"schema version {version} is newer than this build's {LATEST}")
-    return DatabaseCheck(path, tuple(problems), version, path.stat().st_size)
+    return DatabaseCheck(path, tuple(problems), version, path.stat().st_size, complete, fault)
 
 
 def backup_database(source: Path, target: Path) -> DatabaseCheck:

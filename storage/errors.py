@@ -15,14 +15,21 @@
 Callers catch ``StorageError`` for "the database let us down" and the more
 specific classes when they can do something about it. sqlite3 exceptions never
 escape the package: they are translated here, at the boundary.
+
+``fault_of(error)`` says what kind of trouble a failed read or write met (:class:`Fault`):
+the database locked by another process, a full disk, a file that cannot be written, an
+I/O error, a damaged file; None for everything else (a constraint our own code broke,
+a closed store), which trying again would not cure.
 """
 
 from __future__ import annotations
 
+import enum
 import sqlite3
 
 __all__ = [
     "BackupError",
+    "Fault",
     "InvalidTitleError",
     "ReadFailedError",
     "SchemaError",
@@ -33,7 +40,52 @@ __all__ = [
     "TitleError",
     "TitleInUseError",
     "WriteFailedError",
+    "fault_of",
 ]
+
+
+class Fault(enum.Enum):
+    """What a failed read or write met, when the database itself is the trouble (not our code)."""
+
+    LOCKED = "locked"
+    FULL = "full"
+    READ_ONLY = "read_only"
+    IO = "io"
+    DAMAGED = "damaged"
+
+    @property
+    def transient(self) -> bool:
+        """It may go away while the process runs (the lock released, space freed, the file writable again)."""
+        return self is not Fault.DAMAGED
+
+    @property
+    def reason(self) -> str:
+        return _REASONS[self]
+
+
+_REASONS = {
+    Fault.LOCKED: "the database is locked by another process",
+    Fault.FULL: "the disk holding the database is full",
+    Fault.READ_ONLY: "the database file cannot be opened or written (read-only, or moved away)",
+    Fault.IO: "the database file cannot be read or written (an I/O error)",
+    Fault.DAMAGED: "the database file is damaged",
+}
+# SQLite's primary result codes (the low byte of an extended code).
+_FAULTS = {5: Fault.LOCKED, 6: Fault.LOCKED, 8: Fault.READ_ONLY, 10: Fault.IO, 11: Fault.DAMAGED, 13: Fault.FULL,
+           14: Fault.READ_ONLY, 26: Fault.DAMAGED}  # fmt: skip
+"""BUSY, LOCKED, READONLY, IOERR, CORRUPT, FULL, CANTOPEN, NOTADB."""
+
+
+def fault_of(error: BaseException) -> Fault | None:
+    """The :class:`Fault` behind a storage error or a sqlite3 error, also one re-raised as another error's
+    cause; None when the database is not what failed."""
+    seen: BaseException | None = error
+    while seen is not None:
+        code = getattr(seen, "sqlite_errorcode", None) if isinstance(seen, sqlite3.Error) else None
+        if code is not None and code & 0xFF in _FAULTS:  # an error sqlite3 made up itself carries no code
+            return _FAULTS[code & 0xFF]
+        seen = seen.__cause__
+    return None
 
 
 class StorageError(Exception):

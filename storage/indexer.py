@@ -44,7 +44,7 @@ from typing import Final
 
 from storage.connection import Role
 from storage.errors import StorageError
-from storage.log import log
+from storage.log import warn_at_most_once_a_minute
 from storage.maintenance import WalProgress
 from storage.words import TAIL_ROWS, backlog, read_slice, record_words
 from storage.worker import ConnectionThread
@@ -155,6 +155,6 @@ class WordIndexer:
                     if await self.index_slice() < self._slice_rows:
                         break
             except (sqlite3.Error, StorageError) as error:  # best effort: try again next round
-                log.warning("storage.word_index_failed", error=str(error))
+                warn_at_most_once_a_minute("storage.word_index_failed", error=str(error))
                 continue
             indexed_at = commits

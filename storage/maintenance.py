@@ -40,7 +40,7 @@ from typing import Final
 
 import aiosqlite
 
-from storage.log import log
+from storage.log import log, warn_at_most_once_a_minute
 
 __all__ = ["WAL_KEEP_BYTES", "Maintenance", "WalProgress"]
 
@@ -105,7 +105,7 @@ class Maintenance:
                 if await self._catch_up() and self._progress.commits == commits:  # the writer is quiet
                     await self._shrink_wal()
             except sqlite3.Error as error:
-                log.warning("storage.checkpoint_failed", error=str(error))
+                warn_at_most_once_a_minute("storage.checkpoint_failed", error=str(error))
             self._progress.background_checkpoints += 1
 
     async def _catch_up(self) -> bool:

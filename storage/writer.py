@@ -55,7 +55,7 @@ from typing import Any, Final, Generic, TypeVar
 from storage.batch import Outcome, append_batch_alone, apply_batch
 from storage.bulk import BulkWrite
 from storage.errors import StoreClosedError, WriteFailedError
-from storage.log import log
+from storage.log import log, warn_at_most_once_a_minute
 from storage.maintenance import WalProgress
 from storage.messages import AppendRequest, Sequences
 from storage.records import MessageRecord
@@ -350,7 +350,7 @@ class Writer:
         try:
             _merge_slice(conn, pages=self._merge.pages_per_slice)  # one statement: its own transaction
         except sqlite3.Error as error:  # maintenance is best effort
-            log.warning("storage.merge_skipped", error=str(error))
+            warn_at_most_once_a_minute("storage.merge_skipped", error=str(error))
             return False
         if conn.total_changes - before <= 1:  # the 'merge' command's own row: no index page was written
             self._merge_debt = 0.0
@@ -369,7 +369,7 @@ class Writer:
         try:
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         except sqlite3.Error as error:
-            log.warning("storage.checkpoint_failed", error=str(error))
+            warn_at_most_once_a_minute("storage.checkpoint_failed", error=str(error))
 
     def _settle(self, how: Callable[[list[_Job[Any]], Any], None], jobs: list[_Job[Any]], result: Any) -> None:
         assert self._loop is not None

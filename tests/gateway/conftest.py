@@ -18,7 +18,7 @@ from gateway.access import AccessPolicy
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
 from gateway.runner import search_function
-from storage import Store
+from storage import RetryPolicy, Store
 from tests.fakes.adapter import LoopbackAdapter
 from tests.fakes.model_server import ModelServer
 
@@ -63,14 +63,17 @@ async def start_gateway(model_server: ModelServer, tmp_path: Path) -> AsyncItera
         home: Path | None = None,
         store_clock: Callable[[], float] | None = None,
         clock: Callable[[], float] | None = None,
+        store_retry: RetryPolicy | None = None,
     ) -> Running:
         """``store_clock``: the store's clock, which dates sessions and messages (the wall clock by default).
-        ``clock``: one clock for the store and the gateway's session policies both."""
+        ``clock``: one clock for the store and the gateway's session policies both. ``store_retry``: how long
+        the store's writer waits out a lock held by another process (its default is about 9 s)."""
         home = home or tmp_path / "home"
         path = write_config(home, model_server, overrides)
         loaded = load_config(path, {"SWITCHBOARD_HOME": str(home)}, create_home=True)
         store_clock = store_clock or clock
-        store = await Store.open(loaded.db_path, **({"clock": store_clock} if store_clock else {}))
+        options = {"clock": store_clock} if store_clock else {}
+        store = await Store.open(loaded.db_path, **options, **({"retry": store_retry} if store_retry else {}))
         agent = build_agent(loaded, search=search_function(store))
         adapter = adapter or LoopbackAdapter()
         gateway = Gateway(

@@ -1,6 +1,7 @@
 """Hold the database's write lock for a while, from another process.
 
     python tests/storage/lock_holder.py DB SECONDS
+    python tests/storage/lock_holder.py DB -        (until a line arrives on stdin, or it closes)
 
 Prints "locked" once it holds the lock, "released" after committing.
 """
@@ -10,15 +11,18 @@ import sys
 import time
 
 
-def main(path: str, seconds: float) -> None:
+def main(path: str, seconds: str) -> None:
     conn = sqlite3.connect(path, isolation_level=None, timeout=10)
-    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("BEGIN EXCLUSIVE")  # in WAL mode: no other writer; readers go on
     print("locked", flush=True)
-    time.sleep(seconds)
+    if seconds == "-":
+        sys.stdin.readline()
+    else:
+        time.sleep(float(seconds))
     conn.execute("COMMIT")
     conn.close()
     print("released", flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], float(sys.argv[2]))
+    main(sys.argv[1], sys.argv[2])

@@ -103,7 +103,8 @@ class ModelServer:
 
     Settings (all cleared by :meth:`reset`): ``responder``; ``latency`` (seconds
     every completion takes before it is answered, like a real model's think
-    time; 0 by default); ``context_limit``
+    time; 0 by default); ``gate`` (an ``asyncio.Event``: completions wait until it is set, so a test
+    can act while a turn is waiting for its model); ``context_limit``
     (an int, or a mapping of model name to int) above which requests get the
     API's context-length error; ``api_key`` (if set, other keys get 401);
     ``anthropic_cache.min_cacheable_tokens``; ``openai_cache.ttl`` and
@@ -157,6 +158,7 @@ class ModelServer:
         self._ids = itertools.count(1)
         self.responder: Responder | None = None
         self.latency = 0.0
+        self.gate: asyncio.Event | None = None
         self.context_limit: int | Mapping[str, int] | None = None
         self.api_key: str | None = None
         self.anthropic_cache = AnthropicCache(self._store)
@@ -207,6 +209,8 @@ class ModelServer:
             return self._fail(record, dialect, rejection)
         if self.latency > 0:
             await asyncio.sleep(self.latency)
+        if self.gate is not None:
+            await self.gate.wait()
         reply = await self._resolve_reply(record)
         if isinstance(reply, ErrorReply):
             return self._fail(record, dialect, reply)
