@@ -29,6 +29,10 @@ class AlreadyRunning(Exception):
     """Another process holds one of the locks; the message names it and what to do."""
 
 
+class CannotLock(Exception):
+    """A lock file cannot be made (a read-only disk, no permission); the message says what to make writable."""
+
+
 class InstanceLock:
     """The locks of one running gateway; :meth:`release` (or the end of the process) lets them go."""
 
@@ -67,8 +71,15 @@ class InstanceLock:
 
 
 def _take(path: Path) -> int:
-    path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE)
+    try:
+        path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE)
+    except OSError as error:
+        raise CannotLock(
+            f"cannot make the lock file {path} ({error.strerror or error}): the gateway writes beside its "
+            f"home and database, so {path.parent} must be writable by this user (not a read-only disk); "
+            "make it writable, or point SWITCHBOARD_HOME / storage.path at a writable place"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

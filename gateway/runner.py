@@ -29,7 +29,7 @@ from gateway.adapter_loader import load_adapters
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
 from gateway.database_health import cannot_open, database_problem
-from gateway.instance_lock import AlreadyRunning, InstanceLock
+from gateway.instance_lock import AlreadyRunning, CannotLock, InstanceLock
 from gateway.memory_scope import search_owner
 from storage import StorageError, Store
 
@@ -64,9 +64,10 @@ async def run_gateway(
         return refuse_start(error)
 
 
-START_REFUSALS: tuple[type[Exception], ...] = (AlreadyRunning, ListenError)
-"""What stops a start for good until the operator acts (another gateway holds the home, a port is taken):
-exit status 2, which the systemd unit does not restart on, and one line saying what to do."""
+START_REFUSALS: tuple[type[Exception], ...] = (AlreadyRunning, CannotLock, ListenError)
+"""What stops a start for good until the operator acts (another gateway holds the home, a lock file cannot
+be made, a port is taken): exit status 2, which the systemd unit does not restart on, and one line saying
+what to do."""
 
 
 def refuse_start(error: Exception) -> int:
