@@ -90,6 +90,8 @@ class Poller:
         self._last_success = time.monotonic()
         self._last_error = ""
         self._failures = 0
+        self._store_failures = 0
+        """Updates the intake could not store in a row (the first failure's line carries the traceback)."""
         self._restarts = 0
         self._conflict = False
         self._healthy = False
@@ -189,15 +191,19 @@ class Poller:
         try:
             await self._intake(message)
         except Exception as error:  # noqa: BLE001 - the update stays unconfirmed and is fetched again
+            # A full disk fails every attempt: the pause grows to retry_max (a getUpdates answered in between
+            # does not reset it), and only the first line carries the traceback.
             self._failures += 1
-            delay = self.settings.backoff(self._failures)
-            log.error("telegram.intake.failed", update_id=update_id, error=str(error), retry_in_s=delay,
-                      exc_info=error)  # fmt: skip
+            self._store_failures += 1
+            delay = self.settings.backoff(self._store_failures)
+            trace = {"exc_info": error} if self._store_failures == 1 else {"attempt": self._store_failures}
+            log.error("telegram.intake.failed", update_id=update_id, error=str(error), retry_in_s=delay, **trace)
             self._healthy = False
             self._report(AdapterState.DEGRADED, f"could not store incoming update {update_id} ({error}); "
                          f"retrying in {delay:g} s")  # fmt: skip
             await asyncio.sleep(delay)
             return False
+        self._store_failures = 0
         self._on_inbound()
         return True
 

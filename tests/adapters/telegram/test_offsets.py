@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest_asyncio
+from structlog.testing import capture_logs
 
 from adapters.base import AdapterState
 from adapters.telegram import TelegramAdapter, TelegramSettings
@@ -78,3 +79,20 @@ async def test_an_update_the_intake_could_not_store_is_fetched_again(
     assert intake.stored[0].mentioned and intake.stored[0].chat_type is ChatType.GROUP
     await eventually(lambda: adapter.status().state is AdapterState.RUNNING, "recovery")
     assert telegram_api.confirmed_below <= update["update_id"] + 1
+
+
+async def test_a_store_that_keeps_failing_logs_one_traceback_not_one_per_attempt(
+    adapter: TelegramAdapter, telegram_api: TelegramAPI
+) -> None:
+    """A full disk fails every attempt: each is a line (with the wait), only the first carries the traceback."""
+    intake = SlowIntake()
+    intake.failures = 4
+    intake.release.set()
+    with capture_logs() as logs:
+        await adapter.start(intake)
+        await telegram_api.say(ALICE, "hello")
+        await eventually(lambda: intake.stored, "the attempt after the failures")
+    failed = [entry for entry in logs if entry["event"] == "telegram.intake.failed"]
+    assert len(failed) == 4
+    assert ["exc_info" in entry for entry in failed] == [True, False, False, False]
+    assert failed[-1]["retry_in_s"] >= 0.75 * 0.5  # the pause grew to retry_max (less its jitter)
