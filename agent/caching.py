@@ -109,25 +109,27 @@ def _can_carry(message: dict[str, Any], native: bool) -> bool:
             return True  # a tool_result block (never empty), or tool_use blocks
         if isinstance(content, list):
             return any(not _blank_text(block) for block in content)
-        return _visible(content)
+        return visible_text(content)
     if isinstance(content, str):
-        return _visible(content)
+        return visible_text(content)
     return isinstance(content, list) and bool(content) and isinstance(content[-1], dict) and not _blank_text(content[-1])
 
 
-def _visible(text: Any) -> bool:
+def visible_text(text: Any) -> bool:
+    """Text that shows: a string with more than whitespace. Blank text is sent on no layout (the
+    Anthropic API refuses a whitespace-only text block) and so can carry no cache breakpoint."""
     return isinstance(text, str) and bool(text.strip())
 
 
 def _blank_text(block: Any) -> bool:
-    return isinstance(block, dict) and block.get("type") == "text" and not _visible(block.get("text"))
+    return isinstance(block, dict) and block.get("type") == "text" and not visible_text(block.get("text"))
 
 
 def _place(message: dict[str, Any], mark: dict[str, str], native: bool) -> None:
     content = message.get("content")
     if message.get("role") == "tool" and native:
         message["cache_control"] = dict(mark)
-    elif _visible(content):
+    elif visible_text(content):
         message["content"] = [{"type": "text", "text": content, "cache_control": dict(mark)}]
     elif isinstance(content, list) and content and isinstance(content[-1], dict):
         content[-1]["cache_control"] = dict(mark)

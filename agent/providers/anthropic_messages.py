@@ -19,6 +19,7 @@ from typing import Any
 
 import anthropic
 
+from agent.caching import visible_text
 from agent.messages import ChatMessage, ToolCall
 from agent.providers.base import ModelRequest, ModelResponse, Provider, chat_dicts
 from agent.providers.errors import READ_FAILURES, failed_call
@@ -124,13 +125,9 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _text_blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, list):
-        return [dict(block) for block in content if block.get("type") != "text" or _visible(block.get("text"))]
+        return [dict(block) for block in content if block.get("type") != "text" or visible_text(block.get("text"))]
     # The API refuses a text block of nothing but whitespace (a blank answer stored earlier, say).
-    return [{"type": "text", "text": content}] if _visible(content) else []
-
-
-def _visible(text: Any) -> bool:
-    return bool(text) and not str(text).isspace()
+    return [{"type": "text", "text": content}] if visible_text(content) else []
 
 
 def _text(content: Any) -> str:

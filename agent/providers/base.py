@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.caching import Ttl, apply_cache_markers
+from agent.caching import Ttl, apply_cache_markers, visible_text
 from agent.messages import ChatMessage
 from agent.usage import Usage
 
@@ -86,7 +86,7 @@ def chat_dicts(request: ModelRequest) -> list[dict[str, Any]]:
     for message in request.messages:
         if message.role == "system":
             raise ValueError("the system prompt goes in ModelRequest.system, not among the messages")
-        if message.role == "assistant" and not message.tool_calls and not message.content.strip():
+        if message.role == "assistant" and not message.tool_calls and not visible_text(message.content):
             continue  # a blank answer kept in the history: nothing to send, on any layout
         dicts.append(_chat_dict(message))
     if request.cache_ttl is not None:
@@ -100,7 +100,7 @@ def _chat_dict(message: ChatMessage) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     data: dict[str, Any] = {"role": message.role, "content": message.content}
-    if message.role == "assistant" and not message.content.strip():
+    if message.role == "assistant" and not visible_text(message.content):
         data["content"] = ""  # blank text around tool calls: a whitespace-only text block is refused
     if message.tool_calls:
         data["tool_calls"] = [
