@@ -205,12 +205,16 @@ def _next_to_ascii(text: str, at: int) -> bool:
     return (before.isascii() and not before.isspace()) or (after.isascii() and not after.isspace())
 
 
+@functools.lru_cache(maxsize=256)
 def scan_text(text: str, scope: Scope = "context") -> tuple[str, ...]:
     """The ids of every threat family found in ``text``; ``()`` means clean.
 
     ``strict`` runs the ``context`` families plus those meant for memory writes. Patterns
     read the folded text (:mod:`agent.folding`), so line-split, spaced-out, look-alike,
     zero-width-split and mixed-case versions of a phrase match like the plain one.
+    Remembered for recent texts: every new session's prompt scans the same files, shared
+    notes and memory entries again (the scan was most of the cost of starting a session in
+    the gateway benchmark).
     """
     text = strip_bom(text)
     findings = list(invisible_characters(text))
@@ -272,7 +276,6 @@ class CheckedText:
         return None
 
 
-@functools.lru_cache(maxsize=128)
 def check_file_text(
     text: str,
     label: str,
@@ -284,8 +287,6 @@ def check_file_text(
 
     A finding replaces the whole text by :func:`blocked_marker`; otherwise the text
     is truncated by :func:`truncate_text`. A leading BOM is dropped either way.
-    Remembered for recent texts: every new session's prompt checks the same files again
-    (the scan was most of the cost of starting a session in the gateway benchmark).
     """
     body = strip_bom(text)
     findings = scan_text(f"{label}\n{body}", scope)
