@@ -117,20 +117,22 @@ class Views:
 def views(text: str) -> Views:
     """``text`` folded (steps 1-4) and laid out as each kind of pattern reads it."""
     folded = _LINE_BREAKS.sub("\n", fold(text))
-    prose = _ANY_SPACE.sub(" ", SPELLED_OUT.sub(_join_spelled, folded)).strip()
-    spelled = tuple("".join(_GAPS.split(match.group(0))) for match in SPELLED_OUT.finditer(folded))
-    return Views(prose, _HORIZONTAL_SPACE.sub(" ", folded), spelled)
+    spelled: list[str] = []
+    prose = _ANY_SPACE.sub(" ", SPELLED_OUT.sub(lambda match: _join_spelled(match, spelled), folded)).strip()
+    return Views(prose, _HORIZONTAL_SPACE.sub(" ", folded), tuple(spelled))
 
 
-def _join_spelled(match: re.Match[str]) -> str:
+def _join_spelled(match: re.Match[str], runs: list[str]) -> str:
     """One spelled-out run as words: the most common gap sits between letters, any other between words.
 
     ``"i g n o r e  a l l"`` has single spaces between letters and a double one between the
     words, so it becomes ``"ignore all"``; with every gap alike the letters become one word.
+    The letters joined without any gap are appended to ``runs`` (:attr:`Views.spelled`).
     """
     run = match.group(0)
     gaps = _GAPS.findall(run)
     letters = _GAPS.split(run)
+    runs.append("".join(letters))
     inner = max(set(gaps), key=lambda gap: (gaps.count(gap), -len(gap)))
     words = [letters[0]]
     for gap, letter in zip(gaps, letters[1:], strict=True):
