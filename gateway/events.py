@@ -17,10 +17,8 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
-from operator import attrgetter
 from typing import Any, Final
 
 import structlog
@@ -101,23 +99,6 @@ class InboundMessage:
     timestamp: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
-        # The common case is a few calls into C: ASCII text everywhere, every other field of its type.
-        stamp = self.timestamp
-        if (
-            _all_ascii(_REQUIRED_TEXT(self))
-            and _all_ascii(text for text in _OPTIONAL_TEXT(self) if text is not None)
-            and self.chat_type.__class__ is ChatType
-            and self.mentioned.__class__ is bool
-            and self.from_bot.__class__ is bool
-            and self.attachments.__class__ is tuple
-            and (stamp.__class__ is float or stamp.__class__ is int)
-            and math.isfinite(stamp)
-            and all(item.__class__ is Attachment for item in self.attachments)
-        ):
-            return
-        self._repair_or_refuse()
-
-    def _repair_or_refuse(self) -> None:
         _make_storable(self, "InboundMessage", _INBOUND_TEXT)
         _check_type(self, "InboundMessage", "chat_type", ChatType)
         _check_type(self, "InboundMessage", "mentioned", bool)
@@ -154,17 +135,7 @@ _INBOUND_TEXT: Final = (
     ("user_name", False), ("message_id", True), ("thread_id", True), ("server_id", True),
 )  # fmt: skip
 """Every text field of an inbound message, and whether it may be None."""
-_REQUIRED_TEXT: Final = attrgetter(*(name for name, optional in _INBOUND_TEXT if not optional))
-_OPTIONAL_TEXT: Final = attrgetter(*(name for name, optional in _INBOUND_TEXT if optional))
 _ATTACHMENT_TEXT: Final = (("kind", False), ("name", True), ("mime_type", True), ("ref", True))
-
-
-def _all_ascii(texts: Iterable[object]) -> bool:
-    """Whether every one is ASCII text (``str.isascii`` is a flag lookup): nothing to repair or refuse."""
-    try:
-        return all(map(str.isascii, texts))  # type: ignore[arg-type]
-    except TypeError:  # something that is not text: the slow path names it
-        return False
 
 
 def _make_storable(value: object, kind: str, text_fields: tuple[tuple[str, bool], ...]) -> None:
