@@ -115,11 +115,12 @@ class HttpListener:
         self._open: dict[web.RequestHandler, _Connection] = {}
         self._cut_off = _Throttle()
         self._full = _Throttle()
-        self.address: tuple[str, int] | None = None
-        """The host and the real port listened on (useful when the configured port is 0)."""
 
-    async def start(self) -> None:
-        """Listen; raises :class:`ListenError` (port taken, address not available) with nothing left behind."""
+    async def start(self) -> tuple[str, int]:
+        """Listen; the host and the real port listened on (useful when the configured port is 0).
+
+        Raises :class:`ListenError` (port taken, address not available) with nothing left behind.
+        """
 
         @web.middleware
         async def watch(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -138,7 +139,7 @@ class HttpListener:
             raise ListenError(error.errno, self._cannot_listen(error)) from error
         self._runner = runner
         host, port = self._server.sockets[0].getsockname()[:2]
-        self.address = (host, port)
+        return host, port
 
     def _cannot_listen(self, error: OSError) -> str:
         host_setting = self.setting.rpartition(".")[0] + ".host"

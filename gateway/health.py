@@ -45,8 +45,7 @@ class HealthServer:
             app.router.add_get("/metrics", self._metrics_page)
         self._listener = HttpListener(app, name="health", host=self._host, port=self._port, setting="health.port",
                                       limits=self._limits)
-        await self._listener.start()
-        host, port = self._listener.address or (self._host, self._port)
+        host, port = await self._listener.start()
         self.url = f"http://{host}:{port}/health"
         log.info("health.listening", url=self.url)
         return self.url

@@ -40,9 +40,8 @@ class HttpReceiver:
         web_app.router.add_post(self._path, self._handle)
         listener = HttpListener(web_app, name="slack events", host=self._host, port=self._port, limits=self._limits,
                                 setting="platforms.slack.http_listen.port")  # fmt: skip
-        await listener.start()  # ListenError names the setting: the gateway stops with it (exit status 2)
+        host, port = await listener.start()  # ListenError names the setting: the gateway stops (status 2)
         self._listener = listener
-        host, port = listener.address or (self._host, self._port)
         self.url = f"http://{host}:{port}{self._path}"
         log.info("slack.http.listening", url=self.url)
 

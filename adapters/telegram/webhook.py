@@ -64,9 +64,8 @@ class WebhookServer:
         app.router.add_post(self._path, self._receive)
         listener = HttpListener(app, name="telegram webhook", host=self._host, port=self._port, limits=self._limits,
                                 setting="platforms.telegram.webhook_listen.port", shutdown_timeout=5.0)  # fmt: skip
-        await listener.start()  # ListenError names the setting: the gateway stops with it (exit status 2)
+        _, self.bound_port = await listener.start()  # ListenError names the setting: the gateway stops (status 2)
         self._listener = listener
-        self.bound_port = listener.address[1] if listener.address else None
 
     async def stop(self) -> None:
         if self._listener is not None:
