@@ -66,11 +66,11 @@ class EventSink:
         names: UserNames,
         on_accepted: Callable[[], None],
         *,
+        workspaces: Workspaces,
         every_message: bool = False,
-        workspaces: Workspaces | None = None,
     ) -> None:
         self._bot = bot
-        self._workspaces = workspaces or Workspaces(bot)
+        self._workspaces = workspaces
         self._every_message = every_message
         self._threads = threads
         self._names = names
