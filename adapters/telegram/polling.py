@@ -157,9 +157,9 @@ class Poller:
             if updates is None:
                 continue
             for raw in updates:
-                if not await self._hand_over(raw, bot):
-                    break
                 update_id = update_id_of(raw)
+                if not await self._hand_over(raw, update_id, bot):
+                    break
                 if update_id is not None:
                     self.offset = update_id + 1
 
@@ -181,9 +181,8 @@ class Poller:
         self._on_progress()
         return updates
 
-    async def _hand_over(self, raw: Any, bot: Bot) -> bool:
+    async def _hand_over(self, raw: Any, update_id: int | None, bot: Bot) -> bool:
         """Give one raw update to the intake; True once it is stored (or needs no storing, or cannot be read)."""
-        update_id = update_id_of(raw)
         message = read_update(raw, bot, self._identity)
         if message is None:
             log.debug("telegram.update.skipped", update_id=update_id)
