@@ -18,13 +18,12 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import yaml
 
 from config.environment import substitute
 from config.errors import ConfigError
-from config.loader import MODEL_KEY_VARIABLES, SECRET_PATHS, SECRET_VARIABLES, LoadedConfig, home_environment
+from config.loader import LoadedConfig, conventional_variable, get_path, home_environment
 
 _REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 _MIN_LENGTH = 6
@@ -44,7 +43,7 @@ class MaskedConfig:
 def mask_inline_secrets(loaded: LoadedConfig, environ: Mapping[str, str] | None = None) -> MaskedConfig:
     """The text of ``loaded.config_path`` with every secret in it replaced by a ``${VAR}`` reference."""
     assert loaded.config_path is not None
-    text = loaded.config_path.read_text(encoding="utf-8")
+    text = original = loaded.config_path.read_text(encoding="utf-8")
     env = home_environment(loaded.home, environ)
     root = yaml.compose(text, Loader=yaml.SafeLoader)
     scalars = dict(_scalars(root, ())) if root is not None else {}
@@ -52,7 +51,7 @@ def mask_inline_secrets(loaded: LoadedConfig, environ: Mapping[str, str] | None 
     if not values:
         return MaskedConfig(text)
     searched = {value: name for value, name in values.items() if len(value) >= _MIN_LENGTH}
-    secret_keys = set(_secret_paths(loaded))
+    secret_keys = set(loaded.secret_paths())
     spans: list[tuple[int, int, str]] = []
     masked: dict[str, str] = {}
     for path, node in scalars.items():
@@ -65,12 +64,8 @@ def mask_inline_secrets(loaded: LoadedConfig, environ: Mapping[str, str] | None 
     for start, end, replacement in sorted(spans, reverse=True):
         text = text[:start] + replacement + text[end:]
     rest = _replace_all(text, searched)
-    _check_round_trip(loaded, rest, needs, env)
+    _check_round_trip(loaded, original, rest, needs, env)
     return MaskedConfig(rest, masked, elsewhere=rest != text)
-
-
-def _secret_paths(loaded: LoadedConfig) -> list[str]:
-    return [*SECRET_PATHS, *(f"model.fallbacks.{i}.api_key" for i in range(len(loaded.settings.model.fallbacks)))]
 
 
 def _scalars(node: yaml.Node, path: tuple[str, ...]) -> Iterator[tuple[str, yaml.ScalarNode]]:
@@ -92,38 +87,22 @@ def _variables(
     each of those variables -> the value it must hold for the copy to mean what the original means."""
     values: dict[str, str] = {}
     needs: dict[str, str] = {}
-    for path in _secret_paths(loaded):
+    for path in loaded.secret_paths():
         node = scalars.get(path)
         written = node.value if node is not None else ""
-        value = _resolved(loaded.settings, path)
-        if not value:
+        value = get_path(loaded.settings, path)
+        if not isinstance(value, str) or not value:
             continue
         if written and not _REFERENCE.fullmatch(written):
             # Inline: the text as written goes, under a variable that would give back what it means.
-            name = values.get(written) or _free_name(path, _conventional(loaded, path), value, needs, env)
+            name = values.get(written) or _free_name(path, conventional_variable(loaded.settings, path), value, needs, env)
             values.setdefault(written, name)
         else:  # from the environment: masked wherever else the file shows it
-            name = loaded.variable_for(path) or _conventional(loaded, path) or ""
+            name = loaded.variable_for(path) or conventional_variable(loaded.settings, path) or ""
         if name:
             values.setdefault(value, name)
             needs.setdefault(name, value)
     return values, needs
-
-
-def _resolved(settings: Any, path: str) -> str | None:
-    value: Any = settings
-    for part in path.split("."):
-        value = value[int(part)] if isinstance(value, list) else getattr(value, part, None)
-    return value if isinstance(value, str) and value else None
-
-
-def _conventional(loaded: LoadedConfig, path: str) -> str | None:
-    model = loaded.settings.model
-    if path == "model.api_key":
-        return MODEL_KEY_VARIABLES[model.provider]
-    if path.startswith("model.fallbacks."):
-        return MODEL_KEY_VARIABLES[model.fallbacks[int(path.split(".")[2])].provider]
-    return SECRET_VARIABLES.get(path)
 
 
 def _free_name(path: str, conventional: str | None, value: str, taken: Mapping[str, str], env: Mapping[str, str]) -> str:
@@ -146,10 +125,11 @@ def _replace_all(text: str, values: Mapping[str, str]) -> str:
     return text
 
 
-def _check_round_trip(loaded: LoadedConfig, text: str, variables: Mapping[str, str], env: Mapping[str, str]) -> None:
-    """With the variables set, the copy must mean what the original means."""
-    assert loaded.config_path is not None
-    original = substitute(yaml.safe_load(loaded.config_path.read_text(encoding="utf-8")), env).data
+def _check_round_trip(
+    loaded: LoadedConfig, original_text: str, text: str, variables: Mapping[str, str], env: Mapping[str, str]
+) -> None:
+    """With the variables set, the copy (``text``) must mean what the original means."""
+    original = substitute(yaml.safe_load(original_text), env).data
     try:
         copy = substitute(yaml.safe_load(text), {**env, **variables}).data
     except yaml.YAMLError:

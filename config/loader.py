@@ -104,10 +104,14 @@ class LoadedConfig:
                       for path in paths if path in self.referenced]  # fmt: skip
         return "; ".join(parts)
 
+    def secret_paths(self) -> list[str]:
+        """The key path of every secret setting, the fallback models' keys included (by index)."""
+        fallbacks = (f"model.fallbacks.{index}.api_key" for index in range(len(self.settings.model.fallbacks)))
+        return [*SECRET_PATHS, *fallbacks]
+
     def secrets(self) -> list[str]:
         """Every configured secret value, for log redaction."""
-        values = [get_path(self.settings, path) for path in SECRET_PATHS]
-        values += [fallback.api_key for fallback in self.settings.model.fallbacks]
+        values = [get_path(self.settings, path) for path in self.secret_paths()]
         return [value for value in values if isinstance(value, str) and value]
 
 
@@ -224,10 +228,20 @@ def _fill_fallback_keys(settings: Settings, env: Mapping[str, str]) -> Settings:
     return set_path(settings, "model.fallbacks", filled)
 
 
+def conventional_variable(settings: Settings, path: str) -> str | None:
+    """The variable a secret setting is conventionally kept in: a model key's depends on its provider."""
+    if path == "model.api_key":
+        return MODEL_KEY_VARIABLES[settings.model.provider]
+    if path.startswith("model.fallbacks."):
+        return MODEL_KEY_VARIABLES[get_path(settings, path.rpartition(".")[0]).provider]
+    return SECRET_VARIABLES.get(path)
+
+
 def get_path(model: BaseModel, dotted: str) -> Any:
+    """The value at a dotted key path; a number picks an item of a list (``model.fallbacks.0.api_key``)."""
     value: Any = model
     for part in dotted.split("."):
-        value = getattr(value, part)
+        value = value[int(part)] if isinstance(value, list) else getattr(value, part)
     return value
 
 
