@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
+
+from config import ConfigError, LoadedConfig, load_config
+from config.loader import environment_secrets
 
 MASK = "[REDACTED]"
 MIN_SECRET_LENGTH = 6
@@ -111,3 +115,19 @@ def redact_values(value: Any, redact: Redactor = redactor) -> Any:
     if isinstance(value, list | tuple):
         return [redact_values(item, redact) for item in value]
     return value
+
+
+def load_config_masked(config_path: Path | None = None, *, create_home: bool = False) -> LoadedConfig:
+    """:func:`config.load_config`, with the secrets it holds added to :data:`redactor` before anything is shown.
+
+    When the configuration cannot be loaded, the ``ConfigError`` is raised after the values of the
+    conventional variables (environment and the home's ``.env``) were added instead: its message
+    may quote one of them.
+    """
+    try:
+        loaded = load_config(config_path, create_home=create_home)
+    except ConfigError:
+        redactor.add_secrets(environment_secrets())
+        raise
+    redactor.add_secrets(loaded.secrets())
+    return loaded

@@ -17,9 +17,8 @@ from typing import TextIO
 
 import structlog
 
-from config import ConfigError, LoadedConfig, load_config
-from config.loader import environment_secrets
-from gateway.redaction import redactor
+from config import ConfigError, LoadedConfig
+from gateway.redaction import load_config_masked, redactor
 from storage import StorageError, Store
 
 EXIT_CONFIG = 2
@@ -38,13 +37,10 @@ def add_config_option(parser: argparse.ArgumentParser) -> None:
 def load_config_or_exit(args: argparse.Namespace, *, create_home: bool = False) -> LoadedConfig:
     """Load the configuration (its secrets go to the redactor); on a problem print every error and exit with status 2."""
     try:
-        loaded = load_config(getattr(args, "config", None), create_home=create_home)
+        return load_config_masked(getattr(args, "config", None), create_home=create_home)
     except ConfigError as error:
-        redactor.add_secrets(environment_secrets())  # an error may quote a value: mask what the environment holds
         show(error.render(), sys.stderr)
         raise SystemExit(EXIT_CONFIG) from None
-    redactor.add_secrets(loaded.secrets())
-    return loaded
 
 
 def show(text: str, stream: TextIO | None = None) -> None:

@@ -5,15 +5,14 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from config import ConfigError, LoadedConfig, load_config
-from config.loader import environment_secrets
+from config import ConfigError, LoadedConfig
 from config.models import PLATFORMS
 from config.plan import build_plan
 from gateway.doctor.local import config_check, config_error_check, database_check, disk_check, home_check
 from gateway.doctor.model import model_check
 from gateway.doctor.platforms import run_platform_check
 from gateway.doctor.results import Check
-from gateway.redaction import redactor
+from gateway.redaction import load_config_masked
 
 LOCAL_NAMES = ("home", "database", "disk")
 
@@ -21,12 +20,10 @@ LOCAL_NAMES = ("home", "database", "disk")
 async def run_checks(config_path: Path | None, *, offline: bool) -> list[Check]:
     """Every check's result, in a fixed order. The secrets they may quote go to the process-wide redactor."""
     try:
-        loaded = load_config(config_path)
+        loaded = load_config_masked(config_path)
     except ConfigError as error:
-        redactor.add_secrets(environment_secrets())
         skipped = [Check.skip(name, "needs a valid configuration") for name in (*LOCAL_NAMES, *PLATFORMS, "model")]
         return [config_error_check(error), *skipped]
-    redactor.add_secrets(loaded.secrets())
     checks = [config_check(loaded), home_check(loaded), database_check(loaded), disk_check(loaded)]
     checks += await _network_checks(loaded, offline=offline)
     return checks
