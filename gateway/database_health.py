@@ -44,11 +44,11 @@ def database_problem(path: Path, *, budget: float = START_CHECK_BUDGET) -> str |
         return (f"the database {path} was written by a newer Switchboard (schema version {check.schema_version}, "
                 f"this build knows up to {SCHEMA_VERSION}): upgrade Switchboard, or restore a backup made with "
                 "this version (`switchboard restore BACKUP_DIR`). The file was left untouched.")  # fmt: skip
-    if not check.ok and check.fault not in (None, Fault.DAMAGED):  # cannot be read here: not damage
-        problems = "; ".join(check.problems)
-        return f"the database {path} cannot be used: {check.fault.reason} ({problems}); what to do: {_hint(check.fault, path)}"
     if not check.ok:
         problems = "; ".join(check.problems)
+        if check.fault not in (None, Fault.DAMAGED):  # cannot be read here: not damage
+            return (f"the database {path} cannot be used: {check.fault.reason} ({problems}); "
+                    f"what to do: {_hint(check.fault, path)}")  # fmt: skip
         log.error("database.damaged", path=str(path), problems=problems,
                   hint="run `switchboard doctor`, then restore the newest backup: `switchboard restore BACKUP_DIR`")  # fmt: skip
         return (f"the database {path} is damaged ({problems}). Nothing was changed. Run `switchboard doctor` to "
@@ -103,10 +103,6 @@ class DatabaseHealth:
     @property
     def ok(self) -> bool:
         return self._fault is None and self._damage is None
-
-    @property
-    def damaged(self) -> bool:
-        return self._damage is not None
 
     def failed(self, fault: Fault, error: BaseException) -> None:
         """A read or write met ``fault``; logged at most once a minute per fault, without a traceback."""

@@ -188,7 +188,7 @@ class Delivery:
         markup = adapter.capabilities.markup
         async with self._chat_locks.hold((platform, chat_id)):
             for index, chunk in enumerate(chunks):
-                nonce = hashlib.sha256(f"{key}\x00{index}".encode()).hexdigest()[:24]
+                nonce = _nonce(key, index)
                 message = OutboundMessage(chat_id=chat_id, text=chunk.text, thread_id=thread_id, markup=markup,
                                           nonce=nonce)  # fmt: skip
                 try:
@@ -429,4 +429,8 @@ def chunk_nonce(record: OutboxRecord) -> str:
     Derived from the outbox row's unique key (turn and chunk index), not its row id, so it does not
     repeat for a different chunk after the database is recreated; short enough for Discord's nonce.
     """
-    return hashlib.sha256(f"{record.turn_id}\x00{record.chunk_index}".encode()).hexdigest()[:24]
+    return _nonce(record.turn_id, record.chunk_index)
+
+
+def _nonce(key: str, index: int) -> str:
+    return hashlib.sha256(f"{key}\x00{index}".encode()).hexdigest()[:24]

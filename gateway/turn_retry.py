@@ -136,7 +136,8 @@ class TurnRetry:
                         self._health.failed(fault, error)
                         self._metrics.turn_retries.inc(fault.value)
                         if fault is Fault.DAMAGED and not told:
-                            told = await self._tell_damaged(batch[0])
+                            await self._tell_damaged(batch[0])
+                            told = True
                     notice_due = None if told or not waiting else started + self._policy.notice_after
                     go_on, sent = await self._pause(failures, notice_due, batch[0], turn_id)
                     told = told or sent
@@ -187,11 +188,11 @@ class TurnRetry:
             return list(batch)  # cannot tell: the turn finds out what it already did
         return [m for m in batch if (m.platform, m.event_id) in unfinished]
 
-    async def _tell_damaged(self, first: InboundMessage) -> bool:
+    async def _tell_damaged(self, first: InboundMessage) -> None:
         """Tell the chat, once whichever of its turns meets the damage, that it must wait for the operator."""
         chat = (first.platform, first.chat_id)
         if chat in self._told_damaged:
-            return True
+            return
         self._told_damaged[chat] = None
         if len(self._told_damaged) > MAX_REMEMBERED_CHATS:
             self._told_damaged.popitem(last=False)
@@ -199,7 +200,6 @@ class TurnRetry:
             key=f"notice:damaged:{first.platform}:{first.event_id}", platform=first.platform, chat_id=first.chat_id,
             thread_id=first.thread_id, text=DAMAGED_NOTICE,
         )  # fmt: skip
-        return True
 
     async def _apologise(self, batch: Sequence[InboundMessage], turn_id: str) -> None:
         """The turn kept breaking on our side: the apology answers its messages (marked done with it)."""

@@ -56,7 +56,6 @@ EXIT_FAILED = 1
 MANIFEST = "MANIFEST.json"
 PREFIX = "switchboard-backup-"
 KEPT = ".before-restore"
-MEMORY_LOCK = LOCK_FILE  # the lock file agent.memory.MemoryStore takes for every write
 LISTED_MEMORY_FILES = 5  # a gateway with many users has a memory folder for each: name a few
 
 
@@ -165,7 +164,7 @@ def _copy_memories(source: Path, target: Path) -> list[str]:
     copied: list[str] = []
     for folder in folders:
         relative = folder.relative_to(source)
-        with _shared_lock(folder / MEMORY_LOCK):
+        with _shared_lock(folder / LOCK_FILE):  # the lock MemoryStore takes for every write
             names = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
             if names:
                 make_private_dirs(target / relative)
