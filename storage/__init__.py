@@ -34,12 +34,12 @@ from storage.records import (
     ToolCallRecord,
     UsageTotals,
 )
-from storage.retry import RetryPolicy
+from storage.engine.retry import RetryPolicy
 from storage.schema import LATEST as SCHEMA_VERSION
-from storage.search import SearchOwner
+from storage.search.fulltext import SearchOwner
 from storage.sessions import Usage
 from storage.store import Store
-from storage.writer import MergePolicy
+from storage.engine.writer import MergePolicy
 
 __all__ = [
     "BackupError",

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import aiosqlite
 
-from storage.bulk import PAIRS_IN, first_hits, json_result, json_rows
+from storage.engine.bulk import PAIRS_IN, first_hits, json_result, json_rows
 from storage.records import InboxRecord
 
 __all__ = ["accept_all", "mark_done_all", "payload_text", "prune", "unfinished"]

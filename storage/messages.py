@@ -24,8 +24,8 @@ from typing import Any, Final
 
 import aiosqlite
 
-from storage.bulk import BulkWrite
-from storage.cjk import message_cjk_tokens
+from storage.engine.bulk import BulkWrite
+from storage.search.cjk import message_cjk_tokens
 from storage.errors import SessionNotFoundError, StorageError
 from storage.records import MessageRecord, NewMessage, message_record, tool_calls_from_json, tool_calls_to_json
 from storage.sessions import Usage

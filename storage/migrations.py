@@ -15,7 +15,7 @@ from pathlib import Path
 from storage.errors import SchemaError, SchemaTooNewError
 from storage.log import log
 from storage.schema import LATEST, MIGRATIONS, Migration
-from storage.transaction import in_transaction
+from storage.engine.transaction import in_transaction
 
 __all__ = ["read_version", "upgrade"]
 

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import aiosqlite
 
-from storage.bulk import PAIRS_IN, first_hits, json_result, json_rows
+from storage.engine.bulk import PAIRS_IN, first_hits, json_result, json_rows
 from storage.inbox import mark_done_all
 from storage.records import OutboxChunk, OutboxRecord
 

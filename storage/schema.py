@@ -16,14 +16,14 @@ Notes on the layout:
   update on every append), and the history cache can check itself cheaply.
 * ``messages_fts`` is an external-content FTS5 index over the message text,
   the tool name and the tool calls (so arguments are searchable; from version 7
-  as decoded text, see ``storage/call_text.py``); triggers keep it in step with
+  as decoded text, see ``storage/search/call_text.py``); triggers keep it in step with
   ``messages``. As the index does not hold the stored JSON, never 'rebuild' it:
   refill it as migration 7 does. From version 2 it also covers
-  ``search_cjk`` (see ``storage/cjk.py``). Its automatic merging is off: the
+  ``search_cjk`` (see ``storage/search/cjk.py``). Its automatic merging is off: the
   writer merges in small slices between transactions instead, so no single
   append pays for a large merge.
 * ``search_words`` (version 6) is the vocabulary substring search looks words
-  up in; it is filled off the write path (``storage/words.py``).
+  up in; it is filled off the write path (``storage/search/words.py``).
 * Messages go in with one statement per batch: FTS5 turns every statement of a
   transaction into a new index segment (see ``storage/messages.py``).
 """
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Final
 
-from storage.call_text import readable_calls_sql
-from storage.cjk import message_cjk_tokens
+from storage.search.call_text import readable_calls_sql
+from storage.search.cjk import message_cjk_tokens
 from storage.records import tool_calls_from_json
 
 __all__ = ["LATEST", "MIGRATIONS", "TOKENIZER", "Migration"]
@@ -293,7 +293,7 @@ _V5_USAGE: Final = (
     "CREATE INDEX usage_by_session ON usage(session_id)",
 )
 
-# The vocabulary for substring search (see ``storage/words.py``): every distinct word of
+# The vocabulary for substring search (see ``storage/search/words.py``): every distinct word of
 # the messages, a trigram index over it, and the watermark of messages already read
 # into it. Starting at 0, the background indexer fills it for existing messages too,
 # so the migration itself stays instant on a large database.
@@ -312,7 +312,7 @@ _V6_WORDS: Final = (
 )
 
 # Until version 6 the index took the tool-call JSON as stored, arguments escaped twice
-# (``storage/call_text.py``). Version 7 indexes the decoded text: new triggers, the
+# (``storage/search/call_text.py``). Version 7 indexes the decoded text: new triggers, the
 # index refilled from the messages, the CJK pairs of tool-call messages made again from
 # the decoded arguments (they held them re-encoded as JSON), and the substring vocabulary
 # (which holds the escaped words too) emptied so the background indexer reads every

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import aiosqlite
 
-from storage.bulk import json_result
+from storage.engine.bulk import json_result
 from storage.errors import SessionNotFoundError, TitleInUseError
 from storage.records import SessionRecord, UsageTotals
 from storage.titles import clean_title

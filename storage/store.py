@@ -11,10 +11,10 @@ shared by every task of a process. Every method returns something to await
 (most are coroutines; writes that many callers make at once return the
 writer's future, queued at the call) and the event loop never waits on
 SQLite: writes go through the group-commit writer
-(``storage/writer.py``) and its connection thread, reads through a small
+(``storage/engine/writer.py``) and its connection thread, reads through a small
 pool of aiosqlite reader connections, and a maintenance connection runs
 passive checkpoints and fills the substring-search vocabulary
-(``storage/indexer.py``).
+(``storage/search/indexer.py``).
 """
 
 from __future__ import annotations
@@ -31,20 +31,21 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from storage import inbox, lineage, messages, outbox, search, sessions
-from storage.bulk import BulkKind, BulkWrite
+from storage import inbox, lineage, messages, outbox, sessions
+from storage.engine.bulk import BulkKind, BulkWrite
 from storage.cache import HistoryCache
-from storage.connection import SYNCHRONOUS_MODES, Role, connect, create_private_file
+from storage.engine.connection import SYNCHRONOUS_MODES, Role, connect, create_private_file
 from storage.errors import SessionNotFoundError, StorageError, StoreClosedError
 from storage.ids import new_session_id
-from storage.indexer import WordIndexer
+from storage.search import fulltext
+from storage.search.indexer import WordIndexer
 from storage.log import log
-from storage.maintenance import Maintenance, WalProgress
+from storage.engine.maintenance import Maintenance, WalProgress
 from storage.messages import MessageAppend
 from storage.migrations import upgrade
 from storage.open_sessions import OpenSessions
 from storage.pairing import PairingStore
-from storage.readers import Readers
+from storage.engine.readers import Readers
 from storage.records import (
     InboxRecord,
     MessageRecord,
@@ -55,11 +56,11 @@ from storage.records import (
     SessionRecord,
     UsageTotals,
 )
-from storage.retry import DEFAULT_RETRY, RetryPolicy
+from storage.engine.retry import DEFAULT_RETRY, RetryPolicy
 from storage.titles import clean_title
-from storage.transaction import call_with_retry, retry_busy
-from storage.worker import ConnectionThread
-from storage.writer import MergePolicy, Settled, Writer
+from storage.engine.transaction import call_with_retry, retry_busy
+from storage.engine.worker import ConnectionThread
+from storage.engine.writer import MergePolicy, Settled, Writer
 
 __all__ = ["Store"]
 
@@ -409,7 +410,7 @@ class Store:
     # -- search ----------------------------------------------------------------------------------
 
     async def search(
-        self, query: str, *, limit: int = 20, platform: str | None = None, owner: search.SearchOwner | None = None
+        self, query: str, *, limit: int = 20, platform: str | None = None, owner: fulltext.SearchOwner | None = None
     ) -> list[SearchHit]:
         """Full-text search over message text, tool names and tool-call arguments, best match first.
 
@@ -417,7 +418,7 @@ class Store:
         words as typed find fewer than ``limit`` messages; 1-2 letter terms match whole words (or ``prefix*``).
         ``owner`` keeps it to one person's or one shared conversation's sessions.
         """
-        return await self._read(partial(search.search, query=query, limit=limit, platform=platform, owner=owner))
+        return await self._read(partial(fulltext.search, query=query, limit=limit, platform=platform, owner=owner))
 
     async def index_words(self, *, slices: int | None = None) -> int:
         """Bring the substring-search vocabulary up to date now (the background indexer does this anyway).
@@ -515,7 +516,7 @@ class Store:
         return await self._writer.run(op)
 
     def _bulk(self, kind: BulkKind, item: Any, *, settled: Settled | None = None) -> asyncio.Future[Any]:
-        """One item of a write many callers make at once (``storage/bulk.py``), queued now.
+        """One item of a write many callers make at once (``storage/engine/bulk.py``), queued now.
 
         A plain function returning the writer's future, not a coroutine: the write is queued in
         call order, and ``asyncio.gather`` over such writes makes no task per write.

@@ -33,8 +33,8 @@ from typing import Any
 
 from gateway.cli.common import add_config_option, load_config_or_exit, log_warnings_to_stderr
 from storage import MessageRecord, SchemaError, SchemaTooNewError, SearchHit, SessionRecord, StorageError, Store
-from storage.retry import is_busy
-from storage.search import MAX_HITS
+from storage.engine.retry import is_busy
+from storage.search.fulltext import MAX_HITS
 
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from storage import NewMessage, OutboxChunk, SessionNotFoundError, Store
-from storage.writer import Writer
+from storage.engine.writer import Writer
 from storage.messages import prepare_append
 from tests.storage.conftest import new_session, transaction_sizes, user
 

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from storage import Store
-from storage.writer import WAL_RESTART_FRAMES
+from storage.engine.writer import WAL_RESTART_FRAMES
 from tests.storage.conftest import new_session, traced, user
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from storage import SCHEMA_VERSION, NewMessage, SchemaError, SchemaTooNewError, Store
-from storage.cjk import cjk_tokens
+from storage.search.cjk import cjk_tokens
 from storage.migrations import read_version, upgrade
 
 V1_SESSION = (

@@ -10,7 +10,7 @@ import storage
 
 def test_storage_imports_no_other_project_package() -> None:
     code = (
-        "import sys, storage, storage.store, storage.search;"
+        "import sys, storage, storage.store, storage.search.fulltext;"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'gateway', 'agent', 'adapters', 'config'}))"
     )
     result = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, check=True)

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from storage.call_text import readable_calls
-from storage.cjk import cjk_tokens, message_cjk_tokens, query_tokens
-from storage.query import parse_query
+from storage.search.call_text import readable_calls
+from storage.search.cjk import cjk_tokens, message_cjk_tokens, query_tokens
+from storage.search.query import parse_query
 from storage.records import ToolCallRecord
 
 

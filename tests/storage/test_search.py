@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage import NewMessage, SearchHit, SearchOwner, Store
-from storage.search import HIGHLIGHT
+from storage.search.fulltext import HIGHLIGHT
 from tests.storage.conftest import new_session
 
 OPEN, CLOSE = HIGHLIGHT

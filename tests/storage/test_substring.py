@@ -11,9 +11,9 @@ import pytest
 import pytest_asyncio
 
 from storage import NewMessage, SearchHit, Store
-from storage.indexer import WordIndexer
-from storage.search import HIGHLIGHT
-from storage.words import MAX_WORD, message_words
+from storage.search.indexer import WordIndexer
+from storage.search.fulltext import HIGHLIGHT
+from storage.search.words import MAX_WORD, message_words
 from tests.storage.conftest import new_session, user
 
 OPEN, CLOSE = HIGHLIGHT

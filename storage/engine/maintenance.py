@@ -12,7 +12,7 @@ one waits for it: 60-120 ms at the benchmark's write rate). Instead:
   begins right after a checkpoint that copied *everything*. Under a steady
   stream of back-to-back transactions that moment never comes from another
   connection, so once a background checkpoint finds the WAL past
-  ``storage.writer.WAL_RESTART_FRAMES`` the writer itself copies the tail
+  ``storage.engine.writer.WAL_RESTART_FRAMES`` the writer itself copies the tail
   left over, between two of its transactions (``WalProgress``; see
   ``Writer``). Its next transaction then restarts the WAL.
 * A restart reuses the WAL file from its start; it does not make it
@@ -79,7 +79,7 @@ class Maintenance:
         self._checkpointed_at = -1
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="storage.maintenance")
+        self._task = asyncio.create_task(self._loop(), name="storage.engine.maintenance")
 
     async def checkpoint(self, mode: str = "PASSIVE") -> tuple[int, int, int]:
         """``(busy, wal_frames, checkpointed_frames)`` as SQLite reports them."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from storage.bulk import BulkWrite
+from storage.engine.bulk import BulkWrite
 from storage.messages import AppendRequest, Sequences, append_alone, insert_appends
 from storage.sessions import add_usage_all
 

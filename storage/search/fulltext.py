@@ -5,7 +5,7 @@ that are returned, and the excerpt is cut in Python around the first place a
 query term occurs (content first, then tool-call arguments, then the tool
 name). Highlights are marked ``«like this»``.
 
-Substrings (``storage/words.py``): when the words as typed find fewer than
+Substrings (``storage/search/words.py``): when the words as typed find fewer than
 ``limit`` messages and the query has a term of 3 or more letters, each such
 term is looked up in the vocabulary of message words ("ploy" -> "deploy",
 "redeployment", ...) and the query runs again with those words OR'ed in.
@@ -23,11 +23,11 @@ from typing import Any, Final
 
 import aiosqlite
 
-from storage.call_text import readable_calls
-from storage.cjk import CJK_CLASS
-from storage.query import Needle, ParsedQuery, parse_query
+from storage.search.call_text import readable_calls
+from storage.search.cjk import CJK_CLASS
+from storage.search.query import Needle, ParsedQuery, parse_query
 from storage.records import SearchHit, tool_calls_from_json
-from storage.words import words_containing
+from storage.search.words import words_containing
 
 __all__ = ["HIGHLIGHT", "MAX_HITS", "SearchOwner", "search", "snippet"]
 
@@ -134,7 +134,7 @@ async def _ranked(
 
 
 def _readable_calls(tool_calls_json: str | None) -> str | None:
-    """Tool calls as the index reads them (``storage/call_text.py``), for excerpts."""
+    """Tool calls as the index reads them (``storage/search/call_text.py``), for excerpts."""
     return readable_calls(tool_calls_from_json(tool_calls_json))
 
 
@@ -167,7 +167,7 @@ _FOLDING: Final = _Folding()
 
 def _fold_in_place(text: str) -> str:
     """``text`` with accents taken off letter by letter, as the index's tokenizer does; the same length,
-    so a position in it is the same position in ``text`` (``storage.words.fold`` also lower-cases and
+    so a position in it is the same position in ``text`` (``storage.search.words.fold`` also lower-cases and
     drops combining marks, which moves positions: right for comparing words, not for excerpts)."""
     return text if text.isascii() else text.translate(_FOLDING)
 

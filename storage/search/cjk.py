@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from storage.call_text import readable_calls
+from storage.search.call_text import readable_calls
 from storage.records import ToolCallRecord
 
 __all__ = ["CJK_CLASS", "cjk_tokens", "has_cjk", "message_cjk_tokens", "query_tokens", "split_runs"]

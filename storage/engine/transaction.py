@@ -9,8 +9,8 @@ from typing import TypeVar
 
 from storage.errors import WriteFailedError
 from storage.log import log
-from storage.retry import RetryPolicy, is_busy
-from storage.worker import ConnectionThread
+from storage.engine.retry import RetryPolicy, is_busy
+from storage.engine.worker import ConnectionThread
 
 __all__ = ["call_with_retry", "in_transaction", "retry_busy", "rollback"]
 

@@ -2,11 +2,11 @@
 
 Three roles share one WAL database:
 
-* ``WRITER``: the single connection all writes go through (``storage/writer.py``),
-  a plain sqlite3 connection in its own thread (``storage/worker.py``).
+* ``WRITER``: the single connection all writes go through (``storage/engine/writer.py``),
+  a plain sqlite3 connection in its own thread (``storage/engine/worker.py``).
   Automatic checkpoints are off on it so no commit ever pays for one, and
   so is ``journal_size_limit``: the commit after a WAL restart would pay for
-  cutting the file back (``storage/maintenance.py`` does that instead).
+  cutting the file back (``storage/engine/maintenance.py`` does that instead).
 * ``READER``: read-only connections for queries; WAL lets them run while a
   write is in progress.
 * ``MAINTENANCE``: runs passive checkpoints beside the writer.

@@ -19,7 +19,7 @@ three-character window of every message; the trigram index stays a few
 megabytes (about 50k words for the benchmark's 100k messages). The append
 path is unchanged: no trigger or column was added to ``messages``.
 
-The vocabulary is filled in the background (``storage/indexer.py``), in
+The vocabulary is filled in the background (``storage/search/indexer.py``), in
 slices of messages above a watermark (``search_progress.words_through``).
 Messages above the watermark (the tail: a few rows when the writer is idle, up
 to ``TAIL_ROWS`` less 10,000 during a burst of appends, when the indexer holds
@@ -50,8 +50,8 @@ from typing import Final
 
 import aiosqlite
 
-from storage.call_text import readable_calls_sql
-from storage.cjk import CJK_CLASS
+from storage.search.call_text import readable_calls_sql
+from storage.search.cjk import CJK_CLASS
 from storage.schema import TOKENIZER
 
 __all__ = [
@@ -78,7 +78,7 @@ MAX_EXPANSION: Final = 64
 TAIL_ROWS: Final = 50_000
 """The most unindexed messages a query scans; past that, only what the indexer has covered is found.
 
-The word indexer (``storage/indexer.py``) keeps the tail shorter than this even during a burst."""
+The word indexer (``storage/search/indexer.py``) keeps the tail shorter than this even during a burst."""
 
 _CJK_ONLY: Final = re.compile(f"[{CJK_CLASS}]+")
 _WORD: Final = re.compile(r"[^\W_]+")
@@ -113,7 +113,7 @@ def message_words(texts: Iterable[str | None]) -> set[str]:
 # A slice is cut into words by SQLite itself, with the word index's own tokenizer,
 # in a scratch full-text table private to the indexer's connection (TEMP: no lock
 # on the database; the sqlite3 module lets go of the GIL meanwhile, and the
-# indexer's thread runs at a lower CPU priority, see ``storage/indexer.py``). So the
+# indexer's thread runs at a lower CPU priority, see ``storage/search/indexer.py``). So the
 # vocabulary holds exactly the words the word index knows, and no Python loop
 # runs over message text.
 

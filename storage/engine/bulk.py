@@ -1,6 +1,6 @@
 """Writes that many callers queue at once, applied together in one statement.
 
-The writer (``storage/writer.py``) commits whatever is queued as one
+The writer (``storage/engine/writer.py``) commits whatever is queued as one
 transaction. Most of the gateway's writes are small and of a few kinds (accept
 an inbound event, queue a reply's chunks, mark them sent, mark the event done,
 count a model call's usage), and a batch holds dozens of each. Run one by one,

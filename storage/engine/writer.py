@@ -2,13 +2,13 @@
 
 Callers ``await writer.run(op)``, ``await writer.append(request)`` or
 ``await writer.bulk(BulkWrite(kind, item))``. Jobs go into a queue that the
-writer connection's thread drains (``storage/worker.py`` runs the batching
+writer connection's thread drains (``storage/engine/worker.py`` runs the batching
 loop there): everything queued so far becomes one ``BEGIN IMMEDIATE ...
 COMMIT`` (group commit), or two (``SPLIT_MIN_APPENDS`` says when and why).
 A batch of nothing but plain appends to sessions the writer has appended to
 before is a single ``INSERT`` that SQLite commits on its own
-(``storage/batch.py``). All appends of a batch become one bulk insert, and
-all bulk writes of one kind one call of that kind (``storage/bulk.py``);
+(``storage/engine/batch.py``). All appends of a batch become one bulk insert, and
+all bulk writes of one kind one call of that kind (``storage/engine/bulk.py``);
 other operations (plain functions of a ``sqlite3.Connection``) run one after
 another. An append may carry a bulk write of its own (``AppendRequest.then``,
 e.g. the reply that delivers its messages), applied after the appends and
@@ -52,17 +52,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
-from storage.batch import Outcome, append_batch_alone, apply_batch
-from storage.bulk import BulkWrite
+from storage.engine.batch import Outcome, append_batch_alone, apply_batch
+from storage.engine.bulk import BulkWrite
 from storage.errors import StoreClosedError, WriteFailedError
 from storage.log import log, warn_at_most_once_a_minute
-from storage.maintenance import WalProgress
+from storage.engine.maintenance import WalProgress
 from storage.messages import AppendRequest, Sequences
 from storage.records import MessageRecord
-from storage.retry import RetryPolicy, is_busy
+from storage.engine.retry import RetryPolicy, is_busy
 from storage.schema import FTS_USERMERGE
-from storage.transaction import in_transaction
-from storage.worker import ConnectionThread
+from storage.engine.transaction import in_transaction
+from storage.engine.worker import ConnectionThread
 
 __all__ = ["MAX_BATCH", "SPLIT_MIN_APPENDS", "WAL_RESTART_FRAMES", "MergePolicy", "Settled", "WriteOp", "Writer"]
 
@@ -100,7 +100,7 @@ Copying the tail makes every append queued meanwhile wait for it, and it ends wi
 30,000-append round of ``bench.storage`` at full size. A writer that pauses at all needs no copy:
 the background checkpoint catches up on its own, and the next transaction restarts the WAL. So
 only a long burst lets the WAL grow, up to about this size, before the writer pays once; the
-background task truncates the file once the writer is quiet again (``storage/maintenance.py``).
+background task truncates the file once the writer is quiet again (``storage/engine/maintenance.py``).
 
 Paired full-size rounds in one process, in a noisy hour: append p99 14.8 - 21.4 ms (median 17.3)
 against 15.7 - 25.8 ms (median 18.2) copying after every round, lower in 5 of 8 pairs; with no

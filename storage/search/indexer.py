@@ -3,7 +3,7 @@
 Appends never wait for this. Every ``interval`` seconds, when something was
 committed since the last look, the indexer reads the messages above the
 watermark in slices of ``slice_rows`` on its own connection, where SQLite
-cuts them into words and picks the new ones (``storage/words.py``), and hands
+cuts them into words and picks the new ones (``storage/search/words.py``), and hands
 one small write operation to the writer: insert the new words, move the
 watermark. Once the vocabulary has settled that operation is little more
 than a one-row update; its cost does not grow with the size of the messages.
@@ -16,7 +16,7 @@ core. So the indexer leaves bursts alone. At each tick it looks at how long
 the writer spent writing since the last one (``WalProgress.writing_seconds``).
 If that is more than ``busy_share`` of the interval (half, by default), the
 writer is busy: the indexer works only while more than ``busy_backlog``
-messages wait, so the tail that queries scan (``storage.words.TAIL_ROWS``,
+messages wait, so the tail that queries scan (``storage.search.words.TAIL_ROWS``,
 50,000 messages) stays within reach. Otherwise it catches up completely.
 A gateway's turn is a handful of write transactions of well under a
 millisecond each, so even a hundred busy chats keep the writer far below
@@ -42,13 +42,13 @@ from functools import partial
 from pathlib import Path
 from typing import Final
 
-from storage.connection import Role
+from storage.engine.connection import Role
 from storage.errors import StorageError
 from storage.log import warn_at_most_once_a_minute
-from storage.maintenance import WalProgress
-from storage.words import TAIL_ROWS, backlog, read_slice, record_words
-from storage.worker import ConnectionThread
-from storage.writer import Writer
+from storage.engine.maintenance import WalProgress
+from storage.search.words import TAIL_ROWS, backlog, read_slice, record_words
+from storage.engine.worker import ConnectionThread
+from storage.engine.writer import Writer
 
 __all__ = ["BUSY_BACKLOG", "BUSY_SHARE", "NICENESS", "SLICE_ROWS", "WordIndexer"]
 

@@ -18,12 +18,12 @@ What people can use:
 * ``my-app.config.ts``, ``P2.2``: punctuation splits the term into a phrase of
   its parts, as the index tokenized them.
 * CJK of any length, also glued to other text (``用docker部署``): see
-  ``storage/cjk.py``.
+  ``storage/search/cjk.py``.
 * Substrings of words: a bare single-word term of ``MIN_SUBSTRING`` (3) or
   more letters (``ploy``, ``config*``) may also match inside longer words
   ("redeployment"); ``ParsedQuery.substrings`` lists those terms and
   ``ParsedQuery.expanded()`` rewrites the expression with the words they were
-  found in (``storage/words.py``). Quoted phrases, terms with punctuation
+  found in (``storage/search/words.py``). Quoted phrases, terms with punctuation
   inside (``my-app``), terms after ``NOT`` and 1-2 letter terms stay
   whole-word (or prefix) queries.
 """
@@ -35,8 +35,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from storage.cjk import query_tokens, split_runs
-from storage.words import MIN_SUBSTRING, fold
+from storage.search.cjk import query_tokens, split_runs
+from storage.search.words import MIN_SUBSTRING, fold
 
 __all__ = ["MAX_QUERY_LENGTH", "Needle", "ParsedQuery", "parse_query"]
 

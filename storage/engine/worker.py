@@ -6,7 +6,7 @@ back waits behind whatever else the loop is busy with, all while holding the
 write lock: measured at 100 concurrent appenders, p99 append latency was
 45-50 ms that way against ~20 ms with whole transactions shipped at once.
 So the writer's connection lives here, and the writer runs its whole
-batching loop as one long call (``storage/writer.py``):
+batching loop as one long call (``storage/engine/writer.py``):
 
     thread = await ConnectionThread.open(path, Role.WRITER, synchronous="normal")
     rows = await thread.call(lambda conn: conn.execute("SELECT 1").fetchall())
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from storage.connection import Role, open_sqlite
+from storage.engine.connection import Role, open_sqlite
 
 __all__ = ["ConnectionThread"]
 

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 import aiosqlite
 
-from storage.connection import Role, connect
+from storage.engine.connection import Role, connect
 from storage.errors import ReadFailedError
 
 __all__ = ["Readers"]
