@@ -11,7 +11,7 @@ import pytest
 
 from agent.messages import ChatMessage, ToolCall
 from storage import MergePolicy, MessageRecord, NewMessage, SessionNotFoundError, Store, ToolCallRecord, Usage
-from storage import writer
+from storage.engine import writer
 from storage.records import _MESSAGE_FIELDS, message_record
 from storage.schema import FTS_USERMERGE
 from tests.storage.conftest import new_session, traced, user
