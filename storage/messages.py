@@ -60,8 +60,8 @@ _COLUMNS_IN: Final = """
 """
 # All rows of a batch in one statement: FTS5 flushes its pending terms into a new
 # index segment at every statement boundary inside a transaction, so
-# ``executemany`` would write one segment per message (measured: 2.5x slower,
-# and far more merging later). JSON keeps types: text, integers and NULL.
+# ``executemany`` would write one segment per message (slower, and far more
+# merging later). JSON keeps types: text, integers and NULL.
 _BULK_INSERT: Final = f"""
     INSERT INTO {_COLUMNS_IN}
     SELECT r.value->>0, r.value->>1, r.value->>2, ?1, r.value->>3, r.value->>4, r.value->>5, r.value->>6,

@@ -15,9 +15,8 @@ Changes made by another process:
 
 A read that overlapped a change of this process is not remembered (a generation
 count moves on every change), so a stale answer never replaces a fresh one.
-Measured at the gateway benchmark's load, the read this saves was 15% of the
-process's CPU time per turn (the reader thread's hop, the query, and the
-event loop's share of both).
+The read this saves is a reader thread's hop and a query on every turn, and
+the event loop's share of both.
 """
 
 from __future__ import annotations

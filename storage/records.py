@@ -127,11 +127,10 @@ class MessageRecord:
 
 
 # Building records fast. A frozen dataclass's ``__init__`` sets each field through
-# the generic ``object.__setattr__`` (about 2-3 us for the 12 fields of a
-# MessageRecord, measured); the store builds one per appended or loaded
-# message, on the writer's thread and in the event loop. Setting the slots
-# through their descriptors gives the same object (same class, equality,
-# hash) in well under half the time.
+# the generic ``object.__setattr__``, and the store builds one record per appended
+# or loaded message, on the writer's thread and in the event loop. Setting the
+# slots through their descriptors gives the same object (same class, equality,
+# hash) with less work per field.
 _new_object = object.__new__
 _MESSAGE_FIELDS: Final = (
     "id", "session_id", "seq", "role", "content", "tool_calls", "tool_call_id", "tool_name", "reasoning",

@@ -109,8 +109,8 @@ def _fts_triggers(columns: Sequence[str], value: Callable[[str, str], str] = _as
     )
 
 
-# Automatic merging is off (a commit that trips it pays for the whole step: 150-350 ms
-# stalls measured at 100k messages); the writer runs bounded 'merge' slices
+# Automatic merging is off (a commit that trips it pays for the whole step, a stall
+# that grows with the index); the writer runs bounded 'merge' slices
 # instead. Merging 16 segments at a time means fewer levels, so each message's
 # index entries are rewritten fewer times; 'crisismerge' is the backstop if the
 # slices ever fall behind.

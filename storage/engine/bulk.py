@@ -6,11 +6,8 @@ an inbound event, queue a reply's chunks, mark them sent, mark the event done,
 count a model call's usage), and a batch holds dozens of each. Run one by one,
 each is one or two statements, and every statement is a trip out of Python into
 SQLite and back: the writer's thread gives up the GIL for it and then has to
-win it back from the event loop. When this was written, those waits were two
-thirds of the writer's time (an ``add_usage`` took 160 us of wall time for
-40 us of work); since then the writer runs mostly while the loop waits for
-it, and what bulk kinds save is chiefly statements and Python per item (adding
-ten trivial statements per batch no longer changes the benchmark). A
+win it back from the event loop. Applied together, a kind costs a couple of
+statements per batch instead of per item. A
 :class:`BulkWrite` names its *kind* (a
 function that applies a list of items in a couple of statements, over a JSON
 array read with ``json_each``) and one caller's *item*; the writer hands every

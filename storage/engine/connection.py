@@ -33,9 +33,8 @@ BUSY_TIMEOUT_MS: Final = 50
 _READER_CACHE_KIB: Final = 32 * 1024
 _READ_MMAP_BYTES: Final = 256 * 1024 * 1024
 """Readers and maintenance read the database file through a memory map: a page not in the
-connection's own cache is then a memory access instead of a ``pread`` and a copy (loading a
-100-message history that is not cached anywhere yet: about twice as fast, measured). Writes
-still go through the WAL as usual."""
+connection's own cache is then a memory access instead of a ``pread`` and a copy (what a first
+load of a long history mostly is). Writes still go through the WAL as usual."""
 
 
 class Role(enum.Enum):

@@ -1,7 +1,7 @@
 """Keeping the WAL small without ever making a writer wait for a whole checkpoint.
 
 Automatic checkpoints are off on the writer connection (a commit that trips
-one waits for it: 60-120 ms at the benchmark's write rate). Instead:
+one waits for the whole checkpoint, and every append queued behind it too). Instead:
 
 * This task, on its own connection and thread, runs
   ``PRAGMA wal_checkpoint(PASSIVE)`` every ``interval`` seconds when something
@@ -21,9 +21,8 @@ one waits for it: 60-120 ms at the benchmark's write rate). Instead:
   and nothing was committed meanwhile) truncates the file with
   ``PRAGMA wal_checkpoint(TRUNCATE)``; a write that comes meanwhile waits
   the few ms that takes. SQLite's own ``journal_size_limit`` would cut it at
-  the first commit after a restart instead, inside the writer: with it the
-  worst append of a full-size ``bench.storage`` round was 47 - 72 ms,
-  against 17 - 24 ms without (five paired rounds).
+  the first commit after a restart instead, inside the writer, where the
+  appends queued behind that commit would wait for it.
 
 Full-text index merging needs the write lock; the writer does it in small
 slices too.

@@ -15,17 +15,17 @@ Why a vocabulary instead of a trigram index over the messages themselves: the
 vocabulary grows far slower than the text (a new message mostly repeats known
 words), so keeping it current means cutting new messages into words and
 writing only the words never seen before, instead of indexing every
-three-character window of every message; the trigram index stays a few
-megabytes (about 50k words for the benchmark's 100k messages). The append
-path is unchanged: no trigger or column was added to ``messages``.
+three-character window of every message, and the trigram index stays a few
+megabytes. The append path is unchanged: no trigger or column was added to
+``messages``.
 
 The vocabulary is filled in the background (``storage/search/indexer.py``), in
 slices of messages above a watermark (``search_progress.words_through``).
 Messages above the watermark (the tail: a few rows when the writer is idle, up
 to ``TAIL_ROWS`` less 10,000 during a burst of appends, when the indexer holds
 back) are scanned with ``LIKE`` when a query runs, so a message is found the
-moment its append returns. The scan costs about 1.3 ms per 1,000 messages on
-the 2-core machine (65 ms at ``TAIL_ROWS``), paid only while a burst lasts. A
+moment its append returns. The scan grows with the tail (``bench.storage``
+reports it), and is paid only while a burst lasts. A
 stale word (one no message contains any more) only costs a wasted OR branch,
 so removing messages never has to touch the vocabulary.
 
