@@ -1,9 +1,19 @@
 """Durable sessions, messages, lineage, search and the gateway's inbox, outbox and pairing: one SQLite file.
 
 ``from storage import Store`` and ``await Store.open(path)``; see ``storage/store.py``.
-This package is a leaf: it imports nothing from gateway, agent, adapters or config.
+This package is a leaf: it imports nothing from gateway, agent, adapters or config, and this
+module is its only door: other packages import the names below, never a module inside.
+
+Inside, the data model and its operations sit at the top (records, sessions, messages,
+lineage, titles, inbox, outbox, pairing, usage, backup, the schema and its migrations),
+``storage/engine/`` is the write engine (the group-commit writer, its thread, batching, bulk
+writes, retries, readers, WAL maintenance) and ``storage/search/`` is search (the query,
+CJK pairs, the substring vocabulary and its indexer).
 """
 
+from storage.backup import DatabaseCheck, backup_database, check_database, database_in_use, restore_database
+from storage.engine.retry import RetryPolicy, is_busy
+from storage.engine.writer import MergePolicy
 from storage.errors import (
     BackupError,
     Fault,
@@ -19,6 +29,7 @@ from storage.errors import (
     WriteFailedError,
     fault_of,
 )
+from storage.faults import FaultSeam
 from storage.ids import new_session_id
 from storage.lineage import END_COMPRESSION
 from storage.messages import MessageAppend
@@ -34,19 +45,21 @@ from storage.records import (
     ToolCallRecord,
     UsageTotals,
 )
-from storage.engine.retry import RetryPolicy
 from storage.schema import LATEST as SCHEMA_VERSION
+from storage.search.fulltext import MAX_HITS as MAX_SEARCH_HITS
 from storage.search.fulltext import SearchOwner
 from storage.sessions import Usage
 from storage.store import Store
-from storage.engine.writer import MergePolicy
 
 __all__ = [
     "BackupError",
+    "DatabaseCheck",
     "END_COMPRESSION",
     "Fault",
+    "FaultSeam",
     "InboxRecord",
     "InvalidTitleError",
+    "MAX_SEARCH_HITS",
     "MergePolicy",
     "MessageAppend",
     "MessageRecord",
@@ -72,6 +85,11 @@ __all__ = [
     "Usage",
     "UsageTotals",
     "WriteFailedError",
+    "backup_database",
+    "check_database",
+    "database_in_use",
     "fault_of",
+    "is_busy",
     "new_session_id",
+    "restore_database",
 ]

@@ -10,42 +10,28 @@ or ``async with await Store.open(path) as store: ...``. One store can be
 shared by every task of a process. Every method returns something to await
 (most are coroutines; writes that many callers make at once return the
 writer's future, queued at the call) and the event loop never waits on
-SQLite: writes go through the group-commit writer
-(``storage/engine/writer.py``) and its connection thread, reads through a small
-pool of aiosqlite reader connections, and a maintenance connection runs
-passive checkpoints and fills the substring-search vocabulary
-(``storage/search/indexer.py``).
+SQLite: the engine under it (``storage/engine/engine.py``) commits writes
+in groups on the writer's own thread, reads through a small pool of reader
+connections, and keeps the WAL short and the substring-search vocabulary
+current in the background. The store says what each operation writes or
+reads (the modules beside it) and keeps what it knows in memory: recent
+histories (``storage/cache.py``) and each routing key's open session
+(``storage/open_sessions.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
-import sqlite3
-import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from functools import partial
-from pathlib import Path
-from types import TracebackType
-from typing import Any, TypeVar
-
-import aiosqlite
+from typing import Any
 
 from storage import inbox, lineage, messages, outbox, sessions
-from storage.engine.bulk import BulkKind, BulkWrite
-from storage.cache import HistoryCache
-from storage.engine.connection import SYNCHRONOUS_MODES, Role, connect, create_private_file
-from storage.errors import SessionNotFoundError, StorageError, StoreClosedError
+from storage.engine.bulk import BulkWrite
+from storage.errors import SessionNotFoundError
 from storage.ids import new_session_id
-from storage.search import fulltext
-from storage.search.indexer import WordIndexer
-from storage.log import log
-from storage.engine.maintenance import Maintenance, WalProgress
+from storage.lifecycle import StoreLifecycle
 from storage.messages import MessageAppend
-from storage.migrations import upgrade
-from storage.open_sessions import OpenSessions
-from storage.pairing import PairingStore
-from storage.engine.readers import Readers
 from storage.records import (
     InboxRecord,
     MessageRecord,
@@ -56,164 +42,14 @@ from storage.records import (
     SessionRecord,
     UsageTotals,
 )
-from storage.engine.retry import DEFAULT_RETRY, RetryPolicy
+from storage.search import fulltext
 from storage.titles import clean_title
-from storage.engine.transaction import call_with_retry, retry_busy
-from storage.engine.worker import ConnectionThread
-from storage.engine.writer import MergePolicy, Settled, Writer
 
 __all__ = ["Store"]
 
-T = TypeVar("T")
 
-
-class _State(enum.Enum):
-    OPEN = "open"
-    CLOSING = "closing"  # draining queued writes; new ones are refused
-    CLOSED = "closed"
-
-
-class Store:
+class Store(StoreLifecycle):
     """Sessions, messages, lineage, search and the gateway's inbox, outbox and pairing. Use ``Store.open``."""
-
-    def __init__(
-        self,
-        path: Path,
-        writer_thread: ConnectionThread,
-        readers: Readers,
-        maintenance: Maintenance,
-        writer: Writer,
-        indexer: WordIndexer,
-        *,
-        clock: Callable[[], float],
-        history_cache_bytes: int,
-        open_session_max_age: float,
-    ) -> None:
-        self.path = path
-        self._indexer = indexer
-        self._writer_thread = writer_thread
-        self._readers = readers
-        self._maintenance = maintenance
-        self._writer = writer
-        self._clock = clock
-        self._cache = HistoryCache(history_cache_bytes)
-        self._open_sessions = OpenSessions(max_age=open_session_max_age)
-        self._state = _State.OPEN
-        self.pairing = PairingStore(self._write, self._read)
-        """The gateway's DM pairing state: offered codes, approvals, failed attempts."""
-
-    @classmethod
-    async def open(
-        cls,
-        path: Path | str,
-        *,
-        synchronous: str = "normal",
-        retry: RetryPolicy = DEFAULT_RETRY,
-        readers: int = 2,
-        history_cache_bytes: int = 64 * 1024 * 1024,
-        open_session_max_age: float = 30.0,
-        checkpoint_interval: float = 0.5,
-        merge: MergePolicy | None = MergePolicy(),
-        word_index_interval: float | None = 0.25,
-        clock: Callable[[], float] = time.time,
-    ) -> Store:
-        """Open (creating it 0600 if needed) and migrate the database at ``path``; ``close()`` it after.
-
-        ``synchronous`` is ``"normal"`` (durable across process crashes, the
-        default) or ``"full"`` (also across power loss). Raises
-        ``SchemaTooNewError`` if a newer build has migrated the file. The
-        keyword arguments after it tune the engine; the defaults are what the
-        gateway uses. ``word_index_interval=None`` turns the background
-        substring indexer off (``index_words()`` then does its work on demand).
-        """
-        if synchronous not in SYNCHRONOUS_MODES:
-            raise ValueError(f"synchronous must be one of {sorted(SYNCHRONOUS_MODES)}, not {synchronous!r}")
-        path = Path(path)
-        await asyncio.to_thread(create_private_file, path)
-        opened: list[Callable[[], Awaitable[None]]] = []
-        try:
-            writer_thread = await retry_busy(
-                partial(ConnectionThread.open, path, Role.WRITER, synchronous=synchronous), retry=retry, what="open"
-            )
-            opened.append(writer_thread.close)
-            version = await call_with_retry(writer_thread, partial(upgrade, path=path), retry=retry, what="migrate")
-            pool = await Readers.open(path, count=readers, synchronous=synchronous)
-            opened.append(pool.close)
-            maintenance_conn = await connect(path, Role.MAINTENANCE, synchronous=synchronous)
-            opened.append(maintenance_conn.close)
-            indexer_thread = await WordIndexer.open_thread(path, synchronous=synchronous)
-            opened.append(indexer_thread.close)
-        except BaseException:
-            for close in reversed(opened):
-                await close()
-            raise
-        progress = WalProgress()
-        writer = Writer(writer_thread, retry=retry, clock=clock, merge=merge, progress=progress)
-        maintenance = Maintenance(maintenance_conn, progress, interval=checkpoint_interval, wal=Path(f"{path}-wal"))
-        indexer = WordIndexer(indexer_thread, writer, progress, interval=word_index_interval)
-        writer.start()
-        maintenance.start()
-        indexer.start()
-        log.info("storage.opened", path=str(path), schema_version=version, synchronous=synchronous)
-        return cls(
-            path, writer_thread, pool, maintenance, writer, indexer, clock=clock,
-            history_cache_bytes=history_cache_bytes, open_session_max_age=open_session_max_age,
-        )  # fmt: skip
-
-    async def close(self) -> None:
-        """Finish queued writes, checkpoint the WAL into the database and close. Idempotent."""
-        if self._state is not _State.OPEN:
-            return
-        self._state = _State.CLOSING
-        try:
-            await self._indexer.close()
-            await self._writer.close()
-        finally:
-            await self._maintenance.close()
-            await self._readers.close()
-            try:
-                await self._writer_thread.call(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
-            except sqlite3.Error as error:  # a full disk, say: the WAL keeps everything, the next open reads it
-                log.warning("storage.checkpoint_failed", error=str(error), hint="the WAL is kept; nothing is lost")
-            finally:
-                await self._writer_thread.close()
-                self._state = _State.CLOSED
-                self._cache.clear()
-                self._open_sessions.clear()
-        log.info("storage.closed", path=str(self.path))
-
-    async def __aenter__(self) -> Store:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
-    @property
-    def is_open(self) -> bool:
-        return self._state is _State.OPEN
-
-    async def ping(self) -> bool:
-        """True if the database answers a read of its real tables (for /health): see :meth:`probe`."""
-        if self._state is not _State.OPEN:
-            return False
-        try:
-            await self.probe()
-        except StorageError:
-            return False
-        return True
-
-    async def probe(self) -> None:
-        """Read the schema and the newest row of each table the gateway lives on; ``ReadFailedError`` if any fails.
-
-        The newest rows lie on the pages every turn reads and writes (each table's root and its
-        rightmost leaves): a damaged one there fails here. It costs a few page reads, so /health can
-        call it on every request; a damaged page deep in old history is found by ``switchboard doctor``
-        (``quick_check``) and by the turn that reads it.
-        """
-        self._check_open()
-        await self._readers.run(_probe_tables)
 
     # -- sessions --------------------------------------------------------------------------------
 
@@ -274,7 +110,7 @@ class Store:
         """
         self._check_open()
         known = self._open_sessions
-        known.sync(self._writer.external_commits)
+        known.sync(self._engine.external_commits)
         record = known.get(session_key)
         if record is not None:
             return record
@@ -333,13 +169,15 @@ class Store:
     def _append(self, request: messages.AppendRequest) -> asyncio.Future[Any]:
         """Queue ``request``; once it is committed, the cache and the open-session map follow what it stored
         (before whoever awaits the future resumes)."""
-        return self._writer.append(request, settled=partial(self._appended, request))
+        return self._engine.append(request, settled=partial(self._appended, request))
 
     def _appended(self, request: messages.AppendRequest, result: Any, error: BaseException | None) -> None:
         if error is not None:
             self._open_sessions.forget(request.session_id)  # it may or may not be stored: read it again
             return
         records = result if request.then is None else result[0]
+        if self._faults is not None:
+            self._faults.appended(request.session_id, records)
         self._cache.extend(request.session_id, records)
         self._open_sessions.update(request.session_id, message_count=records[-1].seq)
         if request.usage is not None:
@@ -426,7 +264,7 @@ class Store:
         Returns how many messages were read; ``slices`` bounds the work.
         """
         self._check_open()
-        return await self._indexer.catch_up(slices=slices)
+        return await self._engine.index_words(slices=slices)
 
     # -- gateway inbox and outbox ----------------------------------------------------------------
 
@@ -504,38 +342,6 @@ class Store:
     async def outbox_prune(self, older_than: float) -> int:
         """Forget sent or failed chunks settled before ``older_than``; returns how many."""
         return await self._write(partial(outbox.prune, older_than=older_than))
-
-    # -- plumbing --------------------------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        if self._state is not _State.OPEN:
-            raise StoreClosedError()
-
-    async def _write(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        self._check_open()
-        return await self._writer.run(op)
-
-    def _bulk(self, kind: BulkKind, item: Any, *, settled: Settled | None = None) -> asyncio.Future[Any]:
-        """One item of a write many callers make at once (``storage/engine/bulk.py``), queued now.
-
-        A plain function returning the writer's future, not a coroutine: the write is queued in
-        call order, and ``asyncio.gather`` over such writes makes no task per write.
-        """
-        self._check_open()
-        return self._writer.bulk(BulkWrite(kind, item), settled=settled)
-
-    async def _read(self, query: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
-        self._check_open()
-        return await self._readers.run(query)
-
-
-_PROBED_TABLES = ("sessions", "messages", "inbox", "outbox")
-
-
-async def _probe_tables(conn: aiosqlite.Connection) -> None:
-    await conn.execute_fetchall("SELECT max(version) FROM schema_version")
-    for table in _PROBED_TABLES:
-        await conn.execute_fetchall(f"SELECT * FROM {table} ORDER BY rowid DESC LIMIT 1")  # noqa: S608 - fixed names
 
 
 async def _then_outcome(appended: asyncio.Future[Any]) -> Any:

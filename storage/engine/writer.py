@@ -17,10 +17,8 @@ so an awaited write is durable.
 
 The batching loop runs in the thread, not in the event loop, so the next
 batch starts the moment the previous one commits, with whatever was queued
-meanwhile; the loop only queues jobs and hands back results. (Driving it from
-the event loop made every batch wait for the loop to wake all the callers of
-the previous one first: a quarter of the writer's time at 100 concurrent
-appenders.)
+meanwhile, instead of waiting for the loop to wake every caller of the
+previous one first; the loop only queues jobs and hands back results.
 
 Failure handling, in order:
 
@@ -84,10 +82,6 @@ the writer came for it (the gateway under load, where the event loop, not the wr
 limit) goes in whole: a second transaction would only be one more hand-back for a busy loop, and
 every statement of it one more wait for the GIL. Halves smaller than 16 appends gain less than a
 commit costs.
-
-Measured on the 2-core machine, ``bench.storage --quick`` alternating with the code before: ratio
-to the raw floor 0.653 / 0.767 / 0.700 against 0.484 / 0.509 / 0.676, append p99 11 - 16 ms
-against 14 - 18 ms. In ``bench.gateway``'s closed loop no batch split (0 of 95 large ones).
 """
 _MAX_MERGE_DEBT_PAGES: Final = 20_000
 WAL_RESTART_FRAMES: Final = 32_768
@@ -95,16 +89,10 @@ WAL_RESTART_FRAMES: Final = 32_768
 once a background checkpoint has found the WAL this long: 128 MiB at SQLite's 4 KiB pages.
 
 Copying the tail makes every append queued meanwhile wait for it, and it ends with two fsyncs
-(the WAL's, then the database file's): 6 - 30 ms of wall time on the 2-core machine, of which
-3 - 5 ms CPU. After every background round, as before, that was three or four stalls in each
-30,000-append round of ``bench.storage`` at full size. A writer that pauses at all needs no copy:
-the background checkpoint catches up on its own, and the next transaction restarts the WAL. So
-only a long burst lets the WAL grow, up to about this size, before the writer pays once; the
-background task truncates the file once the writer is quiet again (``storage/engine/maintenance.py``).
-
-Paired full-size rounds in one process, in a noisy hour: append p99 14.8 - 21.4 ms (median 17.3)
-against 15.7 - 25.8 ms (median 18.2) copying after every round, lower in 5 of 8 pairs; with no
-copy at all, in a quieter hour, 11.8 - 16.6 ms against 16.0 - 22.8 ms."""
+(the WAL's, then the database file's), so it is kept rare. A writer that pauses at all needs no
+copy: the background checkpoint catches up on its own, and the next transaction restarts the WAL.
+So only a long burst lets the WAL grow, up to about this size, before the writer pays once; the
+background task truncates the file once the writer is quiet again (``storage/engine/maintenance.py``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,9 +111,8 @@ class MergePolicy:
     """Index pages one slice may write (FTS5 ``'merge'`` argument); bounds how long it holds the lock.
 
     Each slice is a transaction with a fixed cost of its own (the index's structure record is read
-    and rewritten, the commit): merging the same pages in slices of 32 instead of 16 took a third
-    less of the writer's time (10k appends at 100 concurrent sessions: 249-304 -> 172-193 ms), and
-    a slice still takes 2 ms on average, 7-11 ms at most."""
+    and rewritten, the commit), so fewer, larger slices cost the writer less in all; a slice of
+    32 pages still holds the lock for only a few milliseconds."""
     pages_per_row: float = 0.3
     """Merge work owed per appended message (about what the index needs to stay at a few segments)."""
 
@@ -152,8 +139,10 @@ class Writer:
         clock: Callable[[], float],
         merge: MergePolicy | None = MergePolicy(),
         progress: WalProgress | None = None,
+        on_batch: Callable[[int], None] | None = None,
     ) -> None:
         self._thread = thread
+        self._on_batch = on_batch  # the fault seam's ``batch`` hook (``storage/faults.py``)
         self._retry = retry
         self._clock = clock
         self._merge = merge
@@ -263,6 +252,8 @@ class Writer:
 
     def _commit(self, conn: sqlite3.Connection, jobs: list[_Job[Any]], *, split: bool = False) -> None:
         """Commit ``jobs`` in queue order: in one transaction, or with ``split`` maybe two (``SPLIT_MIN_APPENDS``)."""
+        if self._on_batch is not None:
+            self._on_batch(len(jobs))
         failures = 0
         while jobs:
             part, later = _halves(jobs) if split else (jobs, [])
@@ -328,10 +319,8 @@ class Writer:
 
         None while the index is settled: from a slice that found nothing to merge (no level held
         ``FTS_USERMERGE`` segments) until appends have written that many new ones. Such a slice
-        still costs a transaction, and it runs just as the event loop wakes the callers of the
-        batch before it, so each of its statements waited for the GIL: under 100 concurrent
-        appenders, two slices in three found nothing, and they cost 30 - 60 ms of the writer's
-        time per 10,000 appends (slices' wall time 102 - 132 ms against 70 ms of CPU). Segments
+        would still cost a transaction, and it runs just as the event loop wakes the callers of the
+        batch before it, so each of its statements would wait for the GIL for nothing. Segments
         that other processes write are not counted; FTS5's 'crisismerge' is the backstop for those.
         """
         if self._merge is None or self._segments - self._settled_at < FTS_USERMERGE:

@@ -4,13 +4,30 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
-from storage import NewMessage, SessionRecord, Store
+from storage import FaultSeam, MessageRecord, NewMessage, SessionRecord, Store
+
+
+class Watched(FaultSeam):
+    """The storage tests' fault seam: records the size of every batch the writer commits, and breaks the
+    store's bookkeeping of a committed append when ``break_bookkeeping`` is set (it is called and may raise)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batch_sizes: list[int] = []
+        self.break_bookkeeping: Callable[[str, Sequence[MessageRecord]], None] | None = None
+
+    def batch(self, size: int) -> None:
+        self.batch_sizes.append(size)
+
+    def appended(self, session_id: str, records: Sequence[MessageRecord]) -> None:
+        if self.break_bookkeeping is not None:
+            self.break_bookkeeping(session_id, records)
 
 
 @pytest.fixture
@@ -18,9 +35,15 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "state.db"
 
 
+@pytest.fixture
+def faults() -> Watched:
+    """The fault seam of the ``store`` fixture."""
+    return Watched()
+
+
 @pytest_asyncio.fixture
-async def store(db_path: Path) -> AsyncIterator[Store]:
-    opened = await Store.open(db_path)
+async def store(db_path: Path, faults: Watched) -> AsyncIterator[Store]:
+    opened = await Store.open(db_path, faults=faults)
     try:
         yield opened
     finally:
@@ -44,12 +67,13 @@ def transaction_sizes(db_path: Path) -> list[int]:
 
 
 @contextlib.asynccontextmanager
-async def traced(store: Store) -> AsyncIterator[list[str]]:
-    """Every statement the store's writer connection runs meanwhile, in order (SQLite's trace callback)."""
+async def traced(faults: FaultSeam) -> AsyncIterator[list[str]]:
+    """Every statement the writer connection of the store opened with ``faults`` runs meanwhile, in order
+    (SQLite's trace callback)."""
     statements: list[str] = []
-    await store._writer.run(lambda conn: conn.set_trace_callback(statements.append))  # in the writer's thread
+    await faults.on_writer(lambda conn: conn.set_trace_callback(statements.append))  # in the writer's thread
     statements.clear()  # the COMMIT of the write that set the callback
     try:
         yield statements
     finally:
-        await store._writer.run(lambda conn: conn.set_trace_callback(None))
+        await faults.on_writer(lambda conn: conn.set_trace_callback(None))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from storage import SCHEMA_VERSION, BackupError
-from storage.backup import backup_database, check_database, database_in_use, restore_database
+from storage import backup_database, check_database, database_in_use, restore_database
 
 WRITER = Path(__file__).with_name("crash_writer.py")
 REPO = Path(__file__).resolve().parents[2]

@@ -10,34 +10,26 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from storage import NewMessage, OutboxChunk, SessionNotFoundError, Store
-from storage.engine.writer import Writer
-from storage.messages import prepare_append
-from tests.storage.conftest import new_session, transaction_sizes, user
+from storage import MessageRecord, NewMessage, OutboxChunk, SessionNotFoundError, Store
+from tests.storage.conftest import Watched, new_session, transaction_sizes, user
 
 
 class _OneBatch:
     """Holds the writer inside a transaction of its own while a test queues its writes, so that they
-    all wait and are taken as one batch; records the size of every batch taken after that."""
+    all wait and are taken as one batch; ``sizes``: the size of every batch taken after that."""
 
-    def __init__(self, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.sizes: list[int] = []
-        self._store = store
+    def __init__(self, faults: Watched) -> None:
+        self._faults = faults
         self._gate = threading.Event()
         self._held: asyncio.Future[object] | None = None
-        commit = Writer._commit
 
-        def counted(writer: Writer, conn: sqlite3.Connection, jobs: list, **options: Any) -> None:  # type: ignore[type-arg]
-            self.sizes.append(len(jobs))
-            commit(writer, conn, jobs, **options)
-
-        monkeypatch.setattr(Writer, "_commit", counted)
+    @property
+    def sizes(self) -> list[int]:
+        return self._faults.batch_sizes
 
     async def __aenter__(self) -> _OneBatch:
         started = threading.Event()
@@ -46,7 +38,7 @@ class _OneBatch:
             started.set()
             self._gate.wait(10)
 
-        self._held = self._store._writer.run(hold)
+        self._held = self._faults.on_writer(hold)
         assert await asyncio.to_thread(started.wait, 10)
         self.sizes.clear()
         return self
@@ -64,9 +56,9 @@ class _OneBatch:
         return await gathered
 
 
-async def test_a_batch_of_accepts_answers_each_event_as_if_alone(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_batch_of_accepts_answers_each_event_as_if_alone(store: Store, faults: Watched) -> None:
     await store.inbox_accept("telegram", "seen", "telegram:1", {})
-    async with _OneBatch(store, monkeypatch) as batches:
+    async with _OneBatch(faults) as batches:
         results = await batches.gather(
             store.inbox_accept("telegram", "a", "telegram:1", {"n": 1}),
             store.inbox_accept("telegram", "seen", "telegram:1", {}),  # accepted in an earlier transaction
@@ -80,10 +72,10 @@ async def test_a_batch_of_accepts_answers_each_event_as_if_alone(store: Store, m
     assert unfinished[("discord", "a")] == {"n": 3}
 
 
-async def test_a_batch_of_done_marks(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_batch_of_done_marks(store: Store, faults: Watched) -> None:
     for event in ("a", "b"):
         await store.inbox_accept("slack", event, "slack:T:C", {})
-    async with _OneBatch(store, monkeypatch) as batches:
+    async with _OneBatch(faults) as batches:
         results = await batches.gather(
             store.inbox_mark_done("slack", "a"),
             store.inbox_mark_done("slack", "a"),
@@ -95,10 +87,10 @@ async def test_a_batch_of_done_marks(store: Store, monkeypatch: pytest.MonkeyPat
     assert await store.inbox_unfinished() == []
 
 
-async def test_usage_of_several_calls_in_one_batch_adds_up(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_usage_of_several_calls_in_one_batch_adds_up(store: Store, faults: Watched) -> None:
     first = await new_session(store, "telegram:1")
     second = await new_session(store, "telegram:2")
-    async with _OneBatch(store, monkeypatch) as batches:
+    async with _OneBatch(faults) as batches:
         results = await batches.gather(
             store.add_usage(first.id, input_tokens=100, output_tokens=10, cache_read_tokens=7, last_prompt_tokens=900,
                             cost_usd=0.25),
@@ -120,9 +112,9 @@ async def test_usage_of_several_calls_in_one_batch_adds_up(store: Store, monkeyp
     assert (totals.calls, totals.input_tokens) == (3, 125)  # one log row per call, none for the unknown session
 
 
-async def test_replies_queued_in_one_batch_get_their_own_rows(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_replies_queued_in_one_batch_get_their_own_rows(store: Store, faults: Watched) -> None:
     earlier = await store.outbox_add("t0", "telegram", "1", None, ["already", "queued"])
-    async with _OneBatch(store, monkeypatch) as batches:
+    async with _OneBatch(faults) as batches:
         one, again, two = await batches.gather(
             store.outbox_add("t1", "telegram", "1", None, [OutboxChunk(text="<b>a</b>", plain="a", markup="html",
                                                                        reply_to="m1"), "b"]),
@@ -137,9 +129,9 @@ async def test_replies_queued_in_one_batch_get_their_own_rows(store: Store, monk
     assert len(await store.outbox_pending()) == 5
 
 
-async def test_sent_marks_in_one_batch(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_sent_marks_in_one_batch(store: Store, faults: Watched) -> None:
     rows = await store.outbox_add("t1", "telegram", "1", None, ["a", "b"])
-    async with _OneBatch(store, monkeypatch) as batches:
+    async with _OneBatch(faults) as batches:
         results = await batches.gather(
             store.outbox_mark_sent(rows[0].id, "m-1"),
             store.outbox_mark_sent(rows[0].id, "m-again"),
@@ -153,14 +145,16 @@ async def test_sent_marks_in_one_batch(store: Store, monkeypatch: pytest.MonkeyP
     assert row is not None and (row.status, row.platform_message_id, row.attempts) == ("sent", "m-1", 1)
 
 
-async def test_bookkeeping_that_fails_leaves_no_caller_of_the_batch_waiting(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_bookkeeping_that_fails_leaves_no_caller_of_the_batch_waiting(store: Store, faults: Watched) -> None:
     session = await new_session(store)
 
-    def broken(*_: object) -> None:
-        raise RuntimeError("bookkeeping bug")
+    def broken(_: str, records: Sequence[MessageRecord]) -> None:
+        if records[0].content == "a":  # the first append's bookkeeping fails, the second's does not
+            raise RuntimeError("bookkeeping bug")
 
-    async with _OneBatch(store, monkeypatch) as batches:
-        first = store._writer.append(prepare_append(session.id, [user("a")], None), settled=broken)
+    faults.break_bookkeeping = broken
+    async with _OneBatch(faults) as batches:
+        first = store.append_messages(session.id, [user("a")])
         results = await asyncio.wait_for(batches.gather(first, store.append_messages(session.id, [user("b")])), 10)
     assert batches.sizes == [2]  # one transaction: the failing bookkeeping ran first
     assert [[r.content for r in records] for records in results] == [["a"], ["b"]]
@@ -182,9 +176,9 @@ async def test_text_with_a_nul_character_is_written_whole(store: Store) -> None:
 
 
 async def test_appends_and_other_writes_interleaved_in_one_batch(store: Store, db_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+                                                                faults: Watched) -> None:  # fmt: skip
     sessions = [await new_session(store, f"telegram:{n}") for n in range(3)]
-    async with _OneBatch(store, monkeypatch) as batches:
+    async with _OneBatch(faults) as batches:
         calls = []
         for n, session in enumerate(sessions):
             calls.append(store.inbox_accept("telegram", f"e{n}", f"telegram:{n}", {}))
@@ -203,12 +197,12 @@ async def test_appends_and_other_writes_interleaved_in_one_batch(store: Store, d
 
 
 async def test_a_crowd_of_appends_queued_while_the_writer_was_busy_goes_in_one_transaction(
-    store: Store, db_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: Store, db_path: Path, faults: Watched
 ) -> None:
     # Already waiting when the writer comes for them (as under the gateway's load), 120 appends are
     # one transaction: two would only add a hand-back for a busy event loop (SPLIT_MIN_APPENDS).
     sessions = [await new_session(store, f"telegram:{n}") for n in range(120)]
-    async with _OneBatch(store, monkeypatch) as batch:
+    async with _OneBatch(faults) as batch:
         await batch.gather(*(store.append_messages(s.id, [user(f"hello from {s.id}")]) for s in sessions))
     assert transaction_sizes(db_path) == [120]
     for session in sessions:

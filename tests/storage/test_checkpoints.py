@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from storage import Store
+from storage import FaultSeam, Store
 from storage.engine.writer import WAL_RESTART_FRAMES
 from tests.storage.conftest import new_session, traced, user
 
@@ -14,20 +14,20 @@ async def test_the_writer_copies_the_wal_tail_only_once_a_background_round_found
     db_path: Path,
 ) -> None:
     # The background task never runs here (an hour between rounds): the test reports its rounds.
-    store = await Store.open(db_path, checkpoint_interval=3600)
-    progress = store._writer.progress
+    faults = FaultSeam()
+    store = await Store.open(db_path, checkpoint_interval=3600, faults=faults)
     try:
         session = await new_session(store)
-        async with traced(store) as statements:
+        async with traced(faults) as statements:
 
             async def copies() -> int:
-                await store._writer.run(lambda conn: None)  # the writer looks after a batch: wait for the next
+                await faults.on_writer(lambda conn: None)  # the writer looks after a batch: wait for the next
                 return sum("wal_checkpoint" in sql for sql in statements)
 
-            progress.wal_frames, progress.background_checkpoints = WAL_RESTART_FRAMES - 1, 1
+            faults.checkpoint_round(wal_frames=WAL_RESTART_FRAMES - 1)
             await store.append_messages(session.id, [user("a round found a short WAL")])
             assert await copies() == 0
-            progress.wal_frames, progress.background_checkpoints = WAL_RESTART_FRAMES, 2
+            faults.checkpoint_round(wal_frames=WAL_RESTART_FRAMES)
             await store.append_messages(session.id, [user("a round found a long WAL")])
             assert await copies() == 1
             await store.append_messages(session.id, [user("no new round since")])
@@ -39,7 +39,8 @@ async def test_the_writer_copies_the_wal_tail_only_once_a_background_round_found
 async def test_a_writer_that_pauses_starts_the_wal_over_without_copying_the_tail(db_path: Path) -> None:
     """Two bursts with a pause between them: the background checkpoint catches up in the pause, and the
     second burst writes the WAL from its start again instead of after the first (the file does not grow)."""
-    store = await Store.open(db_path, checkpoint_interval=0.01)
+    faults = FaultSeam()
+    store = await Store.open(db_path, checkpoint_interval=0.01, faults=faults)
     wal = Path(f"{db_path}-wal")
     try:
         session = await new_session(store)
@@ -49,9 +50,9 @@ async def test_a_writer_that_pauses_starts_the_wal_over_without_copying_the_tail
 
         await burst("first")
         first = wal.stat().st_size
-        rounds = store._writer.progress.background_checkpoints
+        rounds = faults.checkpoint_rounds
         for _ in range(1000):  # polls a condition; the time it takes is not what is tested
-            if store._writer.progress.background_checkpoints >= rounds + 2:
+            if faults.checkpoint_rounds >= rounds + 2:
                 break
             await asyncio.sleep(0.01)
         await burst("second")
@@ -61,8 +62,8 @@ async def test_a_writer_that_pauses_starts_the_wal_over_without_copying_the_tail
 
 
 async def test_a_wal_file_grown_past_its_keep_size_is_truncated_once_the_writer_is_quiet(db_path: Path) -> None:
-    store = await Store.open(db_path, checkpoint_interval=0.01)
-    store._maintenance._keep_bytes = 64 * 1024  # the gateway keeps 64 MiB; a test burst is smaller
+    # the gateway keeps 64 MiB; a test burst is smaller
+    store = await Store.open(db_path, checkpoint_interval=0.01, wal_keep_bytes=64 * 1024)
     wal = Path(f"{db_path}-wal")
     try:
         session = await new_session(store)

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from storage import Fault, ReadFailedError, Store, WriteFailedError, fault_of
-from storage.backup import check_database
+from storage import Fault, FaultSeam, ReadFailedError, Store, WriteFailedError, check_database, fault_of
 from storage.log import warn_at_most_once_a_minute
 from tests.storage.conftest import new_session, user
 
@@ -54,9 +53,9 @@ def test_each_kind_of_database_failure_is_named_and_our_own_mistakes_are_not(tmp
     assert [fault.transient for fault in Fault] == [True, True, True, True, False]
 
 
-async def test_a_store_reports_a_full_disk_as_such(store: Store) -> None:
+async def test_a_store_reports_a_full_disk_as_such(store: Store, faults: FaultSeam) -> None:
     session = await new_session(store, "telegram:1")
-    await store._writer.run(lambda conn: conn.execute("PRAGMA max_page_count = 1").fetchall())  # as small as it is
+    await faults.on_writer(lambda conn: conn.execute("PRAGMA max_page_count = 1").fetchall())  # as small as it is
     with pytest.raises(WriteFailedError) as caught:
         await store.append_messages(session.id, [user("x" * 100_000)])
     assert fault_of(caught.value) is Fault.FULL

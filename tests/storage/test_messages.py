@@ -10,11 +10,19 @@ from pathlib import Path
 import pytest
 
 from agent.messages import ChatMessage, ToolCall
-from storage import MergePolicy, MessageRecord, NewMessage, SessionNotFoundError, Store, ToolCallRecord, Usage
-from storage.engine import writer
+from storage import (
+    FaultSeam,
+    MergePolicy,
+    MessageRecord,
+    NewMessage,
+    SessionNotFoundError,
+    Store,
+    ToolCallRecord,
+    Usage,
+)
 from storage.records import _MESSAGE_FIELDS, message_record
 from storage.schema import FTS_USERMERGE
-from tests.storage.conftest import new_session, traced, user
+from tests.storage.conftest import Watched, new_session, traced, user
 
 
 def turn(n: int) -> list[NewMessage]:
@@ -189,9 +197,11 @@ def verbs(statements: list[str]) -> list[str]:
     return [sql.split()[0].upper() for sql in statements]
 
 
-async def test_plain_appends_to_a_known_session_commit_without_a_transaction_of_their_own(store: Store) -> None:
+async def test_plain_appends_to_a_known_session_commit_without_a_transaction_of_their_own(
+    store: Store, faults: Watched
+) -> None:
     session = await new_session(store)
-    async with traced(store) as statements:
+    async with traced(faults) as statements:
         await store.append_messages(session.id, [user("the writer learns this session's last seq")])
         assert verbs(statements)[0] == "BEGIN"
         statements.clear()
@@ -258,30 +268,26 @@ async def test_index_stays_consistent_through_many_batches_and_merges(db_path: P
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-async def test_no_merge_transaction_runs_before_there_is_a_merge_step_to_do(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_no_merge_transaction_runs_before_there_is_a_merge_step_to_do(db_path: Path) -> None:
     # A merge step combines FTS_USERMERGE segments of one level, and each append awaited on its own
     # is a transaction and one new segment. With fewer, a merge slice would find nothing to do and
     # still cost the writer a transaction. Merging is owed from the first message here.
-    slices: list[int] = []
-    merge_slice = writer._merge_slice
-
-    def counted(conn: sqlite3.Connection, *, pages: int) -> None:
-        slices.append(pages)
-        merge_slice(conn, pages=pages)
-
-    monkeypatch.setattr(writer, "_merge_slice", counted)
-    store = await Store.open(db_path, merge=MergePolicy(pages_per_row=100.0))
+    faults = FaultSeam()
+    store = await Store.open(db_path, merge=MergePolicy(pages_per_row=100.0), faults=faults)
     try:
-        session = await new_session(store)
-        for i in range(FTS_USERMERGE - 1):
-            await store.append_messages(session.id, [user(f"message {i}")])
-        assert slices == []
-        await store.append_messages(session.id, [user("one segment more")])
-        async with asyncio.timeout(10):
-            while not slices:
-                await asyncio.sleep(0.01)
+        async with traced(faults) as statements:
+
+            def slices() -> int:
+                return sum("('merge'" in sql for sql in statements)
+
+            session = await new_session(store)
+            for i in range(FTS_USERMERGE - 1):
+                await store.append_messages(session.id, [user(f"message {i}")])
+            assert slices() == 0
+            await store.append_messages(session.id, [user("one segment more")])
+            async with asyncio.timeout(10):
+                while not slices():
+                    await asyncio.sleep(0.01)
     finally:
         await store.close()
     with sqlite3.connect(db_path) as conn:

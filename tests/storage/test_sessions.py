@@ -122,7 +122,7 @@ async def test_parent_must_exist(store: Store) -> None:
 
 
 async def test_callers_may_choose_the_session_id(store: Store) -> None:
-    from storage.ids import new_session_id
+    from storage import new_session_id
 
     chosen = new_session_id()
     created = await new_session(store, session_id=chosen)

@@ -14,15 +14,15 @@ from storage import NewMessage, SearchHit, Store
 from storage.search.indexer import WordIndexer
 from storage.search.fulltext import HIGHLIGHT
 from storage.search.words import MAX_WORD, message_words
-from tests.storage.conftest import new_session, user
+from tests.storage.conftest import Watched, new_session, user
 
 OPEN, CLOSE = HIGHLIGHT
 
 
 @pytest_asyncio.fixture
-async def manual(db_path: Path) -> AsyncIterator[Store]:
+async def manual(db_path: Path, faults: Watched) -> AsyncIterator[Store]:
     """A store whose word indexer runs only when the test calls ``index_words()``."""
-    opened = await Store.open(db_path, word_index_interval=None)
+    opened = await Store.open(db_path, word_index_interval=None, faults=faults)
     try:
         yield opened
     finally:
@@ -116,10 +116,12 @@ async def test_background_indexer_catches_up(db_path: Path) -> None:
         assert "backgrounded" in vocabulary(db_path)
 
 
-async def test_busy_writer_defers_indexing_until_the_backlog_grows(manual: Store, db_path: Path) -> None:
+async def test_busy_writer_defers_indexing_until_the_backlog_grows(
+    manual: Store, faults: Watched, db_path: Path
+) -> None:
     """While appends keep coming the indexer works only past its backlog bound; once they stop it catches up."""
-    writer = manual._writer  # the store's own indexer is off; this one has small bounds
-    indexer = WordIndexer(manual._indexer._thread, writer, writer.progress, interval=0.01, slice_rows=20,
+    thread = await WordIndexer.open_thread(db_path, synchronous="normal")  # the store's own indexer is off
+    indexer = WordIndexer(thread, faults.on_writer, faults.progress, interval=0.01, slice_rows=20,
                           busy_backlog=50, busy_share=0.0)  # any time spent writing makes the writer busy
     session = await new_session(manual)
     indexer.start()
@@ -141,12 +143,12 @@ async def test_busy_writer_defers_indexing_until_the_backlog_grows(manual: Store
 
 
 async def test_a_writer_busy_a_small_share_of_the_time_does_not_hold_the_indexer_back(
-    manual: Store, db_path: Path
+    manual: Store, faults: Watched, db_path: Path
 ) -> None:
     """Appends that keep coming at a gateway's pace (a commit every tick, but little time writing) are
     indexed as they come, far below the backlog a busy writer waits for."""
-    writer = manual._writer
-    indexer = WordIndexer(manual._indexer._thread, writer, writer.progress, interval=0.01, slice_rows=20,
+    thread = await WordIndexer.open_thread(db_path, synchronous="normal")
+    indexer = WordIndexer(thread, faults.on_writer, faults.progress, interval=0.01, slice_rows=20,
                           busy_backlog=10_000, busy_share=0.5)  # fmt: skip
     session = await new_session(manual)
     indexer.start()
