@@ -37,8 +37,7 @@ from config.models import SessionsConfig
 from gateway.convert import to_chat, to_new
 from gateway.memory_scope import scope_for_key, scope_for_record
 from gateway.session_key import SessionKey
-from storage import MessageRecord, SessionRecord, Store
-from storage.ids import new_session_id
+from storage import MessageRecord, SessionRecord, Store, new_session_id
 
 log = structlog.get_logger("gateway.sessions")
 

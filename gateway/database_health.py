@@ -20,8 +20,7 @@ from typing import Any, Final
 
 import structlog
 
-from storage import SCHEMA_VERSION, Fault, fault_of
-from storage.backup import check_database
+from storage import SCHEMA_VERSION, Fault, check_database, fault_of
 
 log = structlog.get_logger("gateway.database")
 

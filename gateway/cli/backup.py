@@ -49,8 +49,7 @@ from config.loader import LoadedConfig
 from gateway.cli.common import add_config_option, load_config_or_exit, show
 from gateway.redaction import redact_values
 from gateway.version import version
-from storage.backup import backup_database, database_in_use, restore_database
-from storage.errors import BackupError
+from storage import BackupError, backup_database, database_in_use, restore_database
 
 EXIT_FAILED = 1
 MANIFEST = "MANIFEST.json"

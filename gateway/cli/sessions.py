@@ -32,9 +32,17 @@ from typing import Any
 
 
 from gateway.cli.common import add_config_option, load_config_or_exit, log_warnings_to_stderr
-from storage import MessageRecord, SchemaError, SchemaTooNewError, SearchHit, SessionRecord, StorageError, Store
-from storage.engine.retry import is_busy
-from storage.search.fulltext import MAX_HITS
+from storage import (
+    MAX_SEARCH_HITS,
+    MessageRecord,
+    SchemaError,
+    SchemaTooNewError,
+    SearchHit,
+    SessionRecord,
+    StorageError,
+    Store,
+    is_busy,
+)
 
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1
@@ -60,8 +68,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     search = _command(commands, "search", "full-text search over every message", search_command)
     search.add_argument("query", nargs="+", action=_Query, metavar="QUERY", help='words, "a phrase", prefix*, OR, NOT')
     search.add_argument("--platform", type=_platform, help="only this platform")
-    search.add_argument("--limit", type=partial(_limit, most=MAX_HITS), default=20,
-                        help=f"at most this many hits (default 20, at most {MAX_HITS})")
+    search.add_argument("--limit", type=partial(_limit, most=MAX_SEARCH_HITS), default=20,
+                        help=f"at most this many hits (default 20, at most {MAX_SEARCH_HITS})")
 
     lineage = _command(commands, "lineage", "the chain a session belongs to, root first", lineage_command)
     lineage.add_argument("session_id", metavar="ID")

@@ -11,8 +11,7 @@ from typing import Final
 from config import ConfigError, LoadedConfig
 from config.plan import build_plan
 from gateway.doctor.results import Check
-from storage import SCHEMA_VERSION
-from storage.backup import check_database
+from storage import SCHEMA_VERSION, check_database
 
 MIN_FREE_BYTES: Final = 256 * 1024 * 1024
 """Free space below this fails the disk check, whatever the database's size."""
