@@ -17,14 +17,15 @@ import aiohttp
 import discord
 import structlog
 
-from adapters.base import (
+from adapters.contract import (
     DeliveryError,
+    Markup,
     MarkupRejected,
+    OutboundMessage,
     RateLimited,
     RecipientUnavailable,
     TransientDeliveryError,
 )
-from gateway.events import Markup, OutboundMessage
 
 log = structlog.get_logger(__name__)
 

@@ -23,16 +23,17 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.base import (
+from adapters.contract import (
     AdapterError,
     DeliveryError,
+    Markup,
     MarkupRejected,
+    OutboundMessage,
     RateLimited,
     RecipientUnavailable,
     TransientDeliveryError,
 )
 from adapters.slack.resend import metadata
-from gateway.events import Markup, OutboundMessage
 
 NOT_RETRIED_BY_CLIENT: Final = frozenset({"chat.postMessage"})
 """Methods whose repetition shows users a duplicate; only the outbox retries them."""

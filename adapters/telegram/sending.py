@@ -27,14 +27,15 @@ from aiogram.exceptions import (
 from aiogram.methods import EditMessageText, SendChatAction, SendMessage, TelegramMethod
 from aiogram.types import ReplyParameters
 
-from adapters.base import (
+from adapters.contract import (
     DeliveryError,
+    Markup,
     MarkupRejected,
+    OutboundMessage,
     RateLimited,
     RecipientUnavailable,
     TransientDeliveryError,
 )
-from gateway.events import Markup, OutboundMessage
 
 T = TypeVar("T")
 

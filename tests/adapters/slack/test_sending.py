@@ -7,17 +7,18 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from adapters.base import (
+from adapters.contract import (
     AdapterError,
     AdapterState,
+    Markup,
     MarkupRejected,
+    OutboundMessage,
     RateLimited,
     RecipientUnavailable,
     TransientDeliveryError,
 )
 from adapters.slack import SlackAdapter
 from adapters.slack.adapter import SlackSettings
-from gateway.events import Markup, OutboundMessage
 from tests.adapters.slack.conftest import ALICE, DM, SIGNING_SECRET, SlackFactory
 from tests.fakes.slack_api import APP_TOKEN, BOT_TOKEN, Failure, FakeSlack, message, post_signed
 

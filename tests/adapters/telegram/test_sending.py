@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.base import DeliveryError, RecipientUnavailable, TransientDeliveryError
-from gateway.events import Markup, OutboundMessage
+from adapters.contract import DeliveryError, Markup, OutboundMessage, RecipientUnavailable, TransientDeliveryError
 from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram, eventually
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import Chat, Failure, TelegramAPI, utf16_length
