@@ -108,7 +108,7 @@ class AgentConfig(Section):
     tool_timeout: PositiveFloat = 120.0
     """Seconds one tool call may run."""
     platform_hints: dict[str, str] = {}
-    """Replace the built-in formatting hint for a platform (telegram, discord, slack, cli); "" removes it."""
+    """Replace the built-in formatting hint for a platform (telegram, discord, slack); "" removes it."""
 
 
 class FallbackModel(Section):
