@@ -20,8 +20,8 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,7 +56,6 @@ class AgentSettings:
     tool_timeout: float = 120.0
     system_message: str | None = None
     workdir: Path | None = None
-    platform_hints: Mapping[str, str] = field(default_factory=dict)
 
 
 class Agent:
@@ -88,11 +87,18 @@ class Agent:
             await provider.aclose()
 
     async def build_prompt(
-        self, *, session_id: str, platform: str, started_at: dt.datetime, memory: MemoryScope | None
+        self,
+        *,
+        session_id: str,
+        platform: str,
+        started_at: dt.datetime,
+        memory: MemoryScope | None,
+        platform_hint: str = "",
     ) -> SystemPrompt:
         """The frozen system prompt of a new session (reads a few small files off the event loop).
 
         ``memory``: whose memory the session shows besides the shared layer; None for none.
+        ``platform_hint``: what the model should know about the platform, from the caller; "" for none.
         """
         tool_names = self.tools.names()
 
@@ -107,7 +113,7 @@ class Agent:
                 memory=self.memories.snapshot(memory) if "memory" in tool_names else None,
                 skills_dir=self.settings.home / "skills",
                 workdir=self.settings.workdir,
-                platform_hints=self.settings.platform_hints,
+                platform_hint=platform_hint,
             )
             return build_system_prompt(inputs)
 

@@ -12,7 +12,7 @@ session. Its layers, in order:
 5. the skills index, when the skills folder holds skills;
 6. project context files from the working directory;
 7. the session's start time and id (passed in, so rebuilding gives the same bytes);
-8. the platform hint.
+8. the platform hint (the caller gives the text: the agent knows no platform).
 
 Identity and the system message are the operator's instructions. Memory and project files
 are not: the model sees them inside a fixed frame that says they are data
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -44,7 +44,6 @@ from agent.identity import DEFAULT_SOUL, load_identity
 from agent.injection import DEFAULT_MAX_CHARS, CheckedText
 from agent.memory import MemorySnapshot
 from agent.messages import ChatMessage
-from agent.platform_hints import platform_hint
 
 log = structlog.get_logger("agent.prompt")
 
@@ -94,8 +93,9 @@ class PromptInputs:
     skills_dir: Path | None = None
     workdir: Path | None = None
     """Where project context files are looked for; None: no project context."""
-    platform_hints: Mapping[str, str] | None = None
-    """Configured overrides of the built-in platform hints (platform -> text)."""
+    platform_hint: str = ""
+    """What the model should know about the chat platform (formatting, message length): the last layer.
+    Given by the caller, which knows the platform; empty: none."""
     load_context_files: bool = True
     """False (e.g. for a helper agent): default identity, no project context."""
     context_file_max_chars: int = DEFAULT_MAX_CHARS
@@ -135,7 +135,7 @@ def build_system_prompt(inputs: PromptInputs) -> SystemPrompt:
         render_skills_index(skills, open_tool=open_tool),
         render_project_context(context_files),
         session_line(inputs.started_at, inputs.session_id),
-        platform_hint(inputs.platform, inputs.platform_hints),
+        inputs.platform_hint,
     ]
     text = SECTION_SEPARATOR.join(part.strip() for part in sections if part and part.strip())
     notices = [n for c in checked if (n := c.notice()) is not None]

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from adapters.base import Intake
+from adapters.contract import AccessPolicy, InboundMessage, Intake, OutboundMessage
 from agent.caching import CachePolicy
 from agent.core import Agent, AgentSettings
 from agent.messages import ChatMessage
@@ -26,9 +26,7 @@ from agent.providers.base import ModelRequest, ModelResponse, Provider
 from agent.providers.router import ModelRouter, ModelTarget
 from agent.usage import Price, PriceTable, Usage
 from config import load_config
-from gateway.access import AccessPolicy
 from gateway.app import Gateway
-from gateway.events import InboundMessage, OutboundMessage
 from gateway.runner import search_function, settle_runtime
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter
@@ -169,7 +167,6 @@ def build_bench_agent(loaded: Any, router: ModelRouter, store: Store) -> Agent:
         threshold=s.compression.threshold, target_ratio=s.compression.target_ratio,
         protect_last_n=s.compression.protect_last_n, cache_ttl=s.model.cache_ttl, max_tokens=s.model.max_tokens,
         max_iterations=s.agent.max_iterations, tool_timeout=s.agent.tool_timeout, system_message=s.agent.system_message,
-        platform_hints=dict(s.agent.platform_hints),
     )  # fmt: skip
     return Agent(settings, router, summary_router=router, search=search_function(store), prices=prices)
 

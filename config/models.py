@@ -108,7 +108,7 @@ class AgentConfig(Section):
     tool_timeout: PositiveFloat = 120.0
     """Seconds one tool call may run."""
     platform_hints: dict[str, str] = {}
-    """Replace the built-in formatting hint for a platform (telegram, discord, slack, cli); "" removes it."""
+    """Replace the built-in formatting hint for a platform (telegram, discord, slack); "" removes it."""
 
 
 class FallbackModel(Section):
@@ -275,9 +275,15 @@ class SlackConfig(Section):
 
 
 class PlatformsConfig(Section):
+    """One section per platform, named as the platform (its adapter is the package ``adapters.<name>``)."""
+
     telegram: TelegramConfig = TelegramConfig()
     discord: DiscordConfig = DiscordConfig()
     slack: SlackConfig = SlackConfig()
+
+    def section(self, platform: str) -> Section | None:
+        """The section of ``platform``; None for a name that has none (a platform only a test adds)."""
+        return getattr(self, platform) if platform in type(self).model_fields else None
 
 
 class SessionsConfig(Section):
@@ -387,4 +393,5 @@ class Settings(Section):
     gateway: GatewayConfig = GatewayConfig()
 
 
-PLATFORMS: tuple[str, ...] = ("telegram", "discord", "slack")
+PLATFORMS: tuple[str, ...] = tuple(PlatformsConfig.model_fields)
+"""Every platform a configuration can have a section for, in the order they are shown."""

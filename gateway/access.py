@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from gateway.events import ChatType, InboundMessage
+from adapters.contract import AccessPolicy, ChatType, InboundMessage
 
 
 class Verdict(StrEnum):
@@ -27,19 +27,6 @@ class Verdict(StrEnum):
     IGNORE = "ignore"
     PAIR = "pair"
     """An unknown user in a DM: answer with a pairing code, not with the agent."""
-
-
-@dataclass(frozen=True, slots=True)
-class AccessPolicy:
-    """One platform's access settings (from ``platforms.<name>`` in config.yaml)."""
-
-    allowed_users: frozenset[str] = frozenset()
-    allow_all: bool = False
-    require_mention: bool = True
-    allowed_chats: frozenset[str] = frozenset()
-    """Chats/channels where the bot answers in groups; empty means any."""
-    allowed_servers: frozenset[str] = frozenset()
-    """Discord servers (guilds) where the bot answers; empty means any."""
 
 
 _DEFAULT_POLICY = AccessPolicy()

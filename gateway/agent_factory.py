@@ -65,6 +65,5 @@ def build_agent(loaded: LoadedConfig, *, search: ScopedSearchFunction | None = N
         tool_timeout=s.agent.tool_timeout,
         system_message=s.agent.system_message,
         workdir=Path(s.agent.workdir).expanduser() if s.agent.workdir else None,
-        platform_hints=dict(s.agent.platform_hints),
     )
     return Agent(settings, router, summary_router=summary_router, search=search, prices=prices)

@@ -25,22 +25,22 @@ from typing import Any
 
 import structlog
 
-from adapters.base import Adapter, AdapterState
+from adapters.contract import AccessPolicy, Adapter, AdapterState, InboundMessage
 from adapters.http_listener import ListenError, ListenerLimits
 from agent.core import Agent
 from config.loader import LoadedConfig
-from gateway.access import AccessControl, AccessPolicy
+from gateway.access import AccessControl
 from gateway.command_handlers import CommandHandlers
 from gateway.conversations import Conversations
 from gateway.database_health import DatabaseHealth
 from gateway.delivery import Delivery, DeliveryPolicy
-from gateway.events import InboundMessage
 from gateway.health import HealthServer
 from gateway.intake import Intake
 from gateway.lanes import Lanes
 from gateway.memory_scope import move_global_memory
 from gateway.metrics import Metrics
 from gateway.pairing import Pairing
+from gateway.platform_hints import PlatformHints
 from gateway.redaction import redactor
 from gateway.slots import AgentSlots
 from gateway.tasks import TaskTracker
@@ -90,7 +90,8 @@ class Gateway:
             self.metrics,
             policy=DeliveryPolicy(keep_trying=settings.gateway.undelivered_keep_hours * 3600.0),
         )
-        self.conversations = Conversations(store, agent, settings.sessions, clock=clock)
+        hints = PlatformHints(self._by_platform, settings.agent.platform_hints)
+        self.conversations = Conversations(store, agent, settings.sessions, clock=clock, platform_hint=hints)
         runner = TurnRunner(
             store=store,
             conversations=self.conversations,
@@ -118,7 +119,7 @@ class Gateway:
         )
         # Read when /metrics is scraped, not recomputed on every message.
         self.metrics.queue_depth.set_function(self.lanes.queued)
-        access = access_from_config(loaded)
+        access = access_for(loaded, self._adapters)
         access.policies.update(extra_access or {})
         pairing = Pairing(store)
         commands = CommandHandlers(
@@ -221,7 +222,7 @@ class Gateway:
 
     def _bot_username(self, platform: str) -> str | None:
         adapter = self._by_platform.get(platform)
-        return getattr(adapter, "bot_username", None)
+        return adapter.bot_username if adapter is not None else None
 
     async def snapshot(self) -> dict[str, Any]:
         """The /health body."""
@@ -290,22 +291,11 @@ class Gateway:
             log.error(event, platform=platform, error=str(error), exc_info=error)
 
 
-def access_from_config(loaded: LoadedConfig) -> AccessControl:
-    p = loaded.settings.platforms
-    return AccessControl(
-        {
-            "telegram": AccessPolicy(
-                allowed_users=frozenset(p.telegram.allowed_users), allow_all=p.telegram.allow_all,
-                require_mention=p.telegram.require_mention, allowed_chats=frozenset(p.telegram.allowed_chats),
-            ),
-            "discord": AccessPolicy(
-                allowed_users=frozenset(p.discord.allowed_users), allow_all=p.discord.allow_all,
-                require_mention=p.discord.require_mention, allowed_chats=frozenset(p.discord.allowed_channels),
-                allowed_servers=frozenset(p.discord.allowed_guilds),
-            ),
-            "slack": AccessPolicy(
-                allowed_users=frozenset(p.slack.allowed_users), allow_all=p.slack.allow_all,
-                require_mention=p.slack.require_mention, allowed_chats=frozenset(p.slack.allowed_channels),
-            ),
-        }  # fmt: skip
-    )
+def access_for(loaded: LoadedConfig, adapters: Sequence[Adapter]) -> AccessControl:
+    """Who may talk to the bot on each platform: each adapter reads its own config section."""
+    policies: dict[str, AccessPolicy] = {}
+    for adapter in adapters:
+        section = loaded.settings.platforms.section(adapter.platform)
+        if section is not None:
+            policies[adapter.platform] = type(adapter).access_policy(section)
+    return AccessControl(policies)

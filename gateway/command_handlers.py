@@ -7,12 +7,12 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from adapters.contract import InboundMessage
 from agent.memory_scopes import MemoryBank
 from gateway.access import AccessControl
 from gateway.commands import HELP_TEXT, Command
 from gateway.conversations import Conversations
 from gateway.delivery import Delivery
-from gateway.events import InboundMessage
 from gateway.lanes import Lanes
 from gateway.memory_commands import MemoryCommands
 from gateway.pairing import Pairing

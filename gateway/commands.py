@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gateway.events import CommandMenu, MenuCommand
+from adapters.contract import CommandMenu, MenuCommand
 
 _COMMAND = re.compile(r"^/([A-Za-z][A-Za-z0-9_]{0,31})(?:@([A-Za-z0-9_]+))?(?=\s|$)(.*)$", re.DOTALL)
 

@@ -81,11 +81,15 @@ class Conversations:
         settings: SessionsConfig,
         *,
         clock: Callable[[], float] = time.time,
+        platform_hint: Callable[[str], str] = lambda platform: "",
     ) -> None:
+        """``platform_hint``: the text a new session's prompt ends with, for its platform
+        (:class:`gateway.platform_hints.PlatformHints`)."""
         self._store = store
         self._agent = agent
         self._settings = settings
         self._clock = clock
+        self._platform_hint = platform_hint
         self._agents: OrderedDict[str, AgentSession] = OrderedDict()
         self._histories: OrderedDict[str, _History] = OrderedDict()
 
@@ -107,8 +111,9 @@ class Conversations:
         session_id = new_session_id(now)
         started = dt.datetime.fromtimestamp(now, tz=dt.timezone.utc)
         prompt = await self._agent.build_prompt(
-            session_id=session_id, platform=key.platform, started_at=started, memory=scope_for_key(key)
-        )
+            session_id=session_id, platform=key.platform, started_at=started, memory=scope_for_key(key),
+            platform_hint=self._platform_hint(key.platform),
+        )  # fmt: skip
         for notice in prompt.notices:
             log.warning("prompt.notice", session=session_id, notice=notice)
         record = await self._store.create_session(

@@ -42,15 +42,17 @@ from typing import Any
 
 import structlog
 
-from adapters.base import (
+from adapters.contract import (
     Adapter,
     AdapterError,
     DeliveryError,
+    InboundMessage,
+    Markup,
     MarkupRejected,
+    OutboundMessage,
     RateLimited,
     RecipientUnavailable,
 )
-from gateway.events import InboundMessage, Markup, OutboundMessage
 from gateway.formatting import Chunk, render
 from gateway.keyed_locks import KeyedLocks
 from gateway.logs import bind, short_turn_id

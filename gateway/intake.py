@@ -22,11 +22,11 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
+from adapters.contract import InboundMessage
 from gateway.access import AccessControl, Verdict
 from gateway.command_handlers import CommandHandlers
 from gateway.commands import Command, for_another_bot, parse_command
 from gateway.delivery import Delivery
-from gateway.events import InboundMessage
 from gateway.lanes import Lanes
 from gateway.logs import short_turn_id, turn_id_for
 from gateway.metrics import Metrics

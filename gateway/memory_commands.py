@@ -28,11 +28,11 @@ from collections.abc import Callable
 
 import structlog
 
+from adapters.contract import ChatType, InboundMessage
 from agent.memory import MemoryStore, MemoryTarget
 from agent.memory_scopes import MemoryBank, MemoryScope
 from gateway.commands import Command
 from gateway.conversations import Conversations
-from gateway.events import ChatType, InboundMessage
 from gateway.lanes import Lanes
 from gateway.memory_scope import scope_for_key
 from gateway.session_key import SessionKey

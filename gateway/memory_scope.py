@@ -30,8 +30,8 @@ from pathlib import Path
 
 import structlog
 
+from adapters.contract import ChatType
 from agent.memory_scopes import MemoryScope, move_legacy
-from gateway.events import ChatType
 from gateway.session_key import SessionKey
 from storage import SearchOwner, SessionRecord
 

@@ -19,12 +19,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import structlog
 
-from adapters.base import Adapter, AdapterError
+from adapters.contract import AccessPolicy, Adapter, AdapterError
 from adapters.http_listener import ListenError
 from agent.memory_scopes import MemoryScope
 from config.loader import LoadedConfig
 from config.plan import build_plan
-from gateway.access import AccessPolicy
 from gateway.adapter_loader import load_adapters
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gateway.events import ChatType, InboundMessage
+from adapters.contract import ChatType, InboundMessage
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from adapters.contract import ChatType, InboundMessage
 from agent.prompt import combine_ephemeral
 from gateway.conversations import Conversation
-from gateway.events import ChatType, InboundMessage
 
 EVENT_TAG_PREFIX = "events:"
 

@@ -35,9 +35,9 @@ from typing import Final
 
 import structlog
 
+from adapters.contract import InboundMessage
 from gateway.database_health import DatabaseHealth
 from gateway.delivery import Delivery
-from gateway.events import InboundMessage
 from gateway.logs import bind, short_turn_id, turn_id_for
 from gateway.metrics import Metrics
 from gateway.turns import TURN_FAILED_NOTICE

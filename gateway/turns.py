@@ -31,7 +31,7 @@ from typing import Any
 
 import structlog
 
-from adapters.base import Adapter
+from adapters.contract import Adapter, InboundMessage
 from agent.compressor import CompressionResult
 from agent.errors import ModelUnavailableError
 from agent.messages import ChatMessage
@@ -42,7 +42,6 @@ from gateway import hygiene
 from gateway.conversations import Conversation, Conversations
 from gateway.convert import to_new
 from gateway.delivery import Delivery
-from gateway.events import InboundMessage
 from gateway.logs import bind, short_turn_id, turn_id_for
 from gateway.metrics import Metrics
 from gateway.progress import ToolProgress

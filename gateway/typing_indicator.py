@@ -7,7 +7,7 @@ from contextlib import AbstractAsyncContextManager
 
 import structlog
 
-from adapters.base import Adapter
+from adapters.contract import Adapter
 
 log = structlog.get_logger("gateway.typing")
 

@@ -18,13 +18,22 @@ from typing import Protocol
 import discord
 import structlog
 
-from adapters.base import Adapter, AdapterError, AdapterState, Capabilities, Intake, log_rejected
+from adapters.contract import (
+    Adapter,
+    AdapterError,
+    AdapterState,
+    Capabilities,
+    InboundMessage,
+    Intake,
+    Markup,
+    OutboundMessage,
+    log_rejected,
+)
 from adapters.discord import endpoints, preflight
 from adapters.discord.client import GatewayClient
 from adapters.discord.convert import to_inbound
 from adapters.discord.sending import MAX_LIBRARY_WAIT, Sender
 from adapters.discord.supervisor import Backoff, Supervisor
-from gateway.events import InboundMessage, Markup, OutboundMessage
 
 log = structlog.get_logger(__name__)
 
@@ -55,6 +64,14 @@ class DiscordAdapter(Adapter):
     platform = "discord"
     capabilities = Capabilities(max_message_length=2000, length_unit="chars", can_edit=True,
                                 markup=Markup.DISCORD_MARKDOWN)  # fmt: skip
+    platform_hint = (
+        "You are answering in Discord. Markdown renders: bold, italic, strikethrough, inline "
+        "code, code blocks, lists, quotes and links. Tables do not, so use lists instead. A "
+        "Discord message holds at most 2,000 characters; a longer reply is split into several "
+        "messages, so be brief and put the answer first."
+    )
+    chats_setting = "allowed_channels"
+    servers_setting = "allowed_guilds"
 
     def __init__(
         self, settings: DiscordSettings, *, backoff: Backoff = Backoff(), start_wait: float = START_WAIT

@@ -17,7 +17,7 @@ from typing import Any, Final, Protocol
 import discord
 import structlog
 
-from adapters.base import log_rejected
+from adapters.contract import log_rejected
 
 log = structlog.get_logger(__name__)
 

@@ -18,7 +18,7 @@ import re
 
 import discord
 
-from gateway.events import Attachment, ChatType, InboundMessage
+from adapters.contract import Attachment, ChatType, InboundMessage
 
 CONVERSATION_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 """Joins, pins, thread-created notices and other system messages are not conversation."""

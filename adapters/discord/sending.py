@@ -9,22 +9,24 @@ gateway's delivery holds back only that chat instead of blocking a send task.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import aiohttp
 import discord
 import structlog
 
-from adapters.base import (
+from adapters.contract import (
+    Attempt,
     DeliveryError,
+    Markup,
     MarkupRejected,
+    OutboundMessage,
     RateLimited,
     RecipientUnavailable,
     TransientDeliveryError,
+    translated,
 )
-from gateway.events import Markup, OutboundMessage
 
 log = structlog.get_logger(__name__)
 
@@ -54,7 +56,7 @@ class Sender:
             reference = discord.MessageReference(
                 message_id=int(message.reply_to), channel_id=channel.id, fail_if_not_exists=False
             )
-        async with translated("send", channel.id, message.markup):
+        with translated(delivery_error, Attempt("send", str(channel.id), message.markup)):
             # discord.py sends enforce_nonce with every nonce: Discord then answers a repeat with the first message.
             sent = await channel.send(
                 message.text, reference=reference, nonce=message.nonce, allowed_mentions=SAFE_MENTIONS
@@ -64,12 +66,12 @@ class Sender:
 
     async def edit(self, chat_id: str, message_id: str, text: str, markup: Markup) -> None:
         channel = self._channel(self._channel_of.get(message_id) or int(chat_id))
-        async with translated("edit", channel.id, markup):
+        with translated(delivery_error, Attempt("edit", str(channel.id), markup)):
             await channel.get_partial_message(int(message_id)).edit(content=text, allowed_mentions=SAFE_MENTIONS)
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         channel = self._channel(int(thread_id or chat_id))
-        async with translated("typing", channel.id, Markup.PLAIN):
+        with translated(delivery_error, Attempt("typing", str(channel.id))):
             await channel.typing()  # one call shows "typing..." for about 10 s; the gateway refreshes it
 
     def _channel(self, channel_id: int) -> discord.PartialMessageable:
@@ -87,32 +89,32 @@ class Sender:
             self._channel_of.popitem(last=False)
 
 
-@contextlib.asynccontextmanager
-async def translated(action: str, channel_id: int, markup: Markup) -> AsyncIterator[None]:
-    """Turn discord.py's exceptions into the adapter boundary's delivery errors, each saying what to do."""
-    try:
-        yield
-    except discord.RateLimited as error:
+def delivery_error(error: Exception, attempt: Attempt) -> DeliveryError | None:
+    """The delivery error for one of discord.py's (or a network) exceptions, saying what to do; None for
+    any other exception."""
+    action, channel_id = attempt.action, attempt.chat_id
+    if isinstance(error, discord.RateLimited):
         log.warning("discord.rate_limited", action=action, channel=channel_id, retry_after=error.retry_after)
-        raise RateLimited(error.retry_after) from error
-    except discord.Forbidden as error:
-        raise RecipientUnavailable(
+        return RateLimited(error.retry_after)
+    if isinstance(error, discord.Forbidden):
+        return RecipientUnavailable(
             f"Discord refused to {action} in channel {channel_id} ({error.status}, code {error.code}: {error.text}); "
             "the bot may lack View Channel / Send Messages there, or the user does not accept DMs from it"
-        ) from error
-    except discord.NotFound as error:
-        raise RecipientUnavailable(
+        )
+    if isinstance(error, discord.NotFound):
+        return RecipientUnavailable(
             f"Discord does not know the channel or message to {action} in {channel_id} "
             f"({error.status}, code {error.code}: {error.text}); it was deleted or the bot was removed"
-        ) from error
-    except discord.DiscordServerError as error:
-        raise TransientDeliveryError(f"Discord had a server error ({error.status}) on {action}") from error
-    except discord.HTTPException as error:
-        raise _classify(error, action, markup) from error
-    except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as error:
-        raise TransientDeliveryError(f"network error talking to Discord on {action}: {error!r}") from error
-    except discord.DiscordException as error:
-        raise DeliveryError(f"discord.py could not {action} in channel {channel_id}: {error}") from error
+        )
+    if isinstance(error, discord.DiscordServerError):
+        return TransientDeliveryError(f"Discord had a server error ({error.status}) on {action}")
+    if isinstance(error, discord.HTTPException):
+        return _classify(error, action, attempt.markup)
+    if isinstance(error, aiohttp.ClientError | OSError | asyncio.TimeoutError):
+        return TransientDeliveryError(f"network error talking to Discord on {action}: {error!r}")
+    if isinstance(error, discord.DiscordException):
+        return DeliveryError(f"discord.py could not {action} in channel {channel_id}: {error}")
+    return None
 
 
 def _classify(error: discord.HTTPException, action: str, markup: Markup) -> DeliveryError:

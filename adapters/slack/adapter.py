@@ -20,7 +20,16 @@ import aiohttp
 import structlog
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.base import Adapter, AdapterError, AdapterState, AdapterStatus, Capabilities, Intake
+from adapters.contract import (
+    Adapter,
+    AdapterError,
+    AdapterState,
+    AdapterStatus,
+    Capabilities,
+    Intake,
+    Markup,
+    OutboundMessage,
+)
 from adapters.http_listener import ListenerLimits
 from adapters.slack import sending
 from adapters.slack.app import EventSink, build_app
@@ -32,7 +41,6 @@ from adapters.slack.socket_mode import SocketReceiver
 from adapters.slack.threads import ThreadMemory
 from adapters.slack.users import UserNames
 from adapters.slack.workspaces import Workspaces
-from gateway.events import Markup, OutboundMessage
 
 log = structlog.get_logger(__name__)
 
@@ -67,6 +75,13 @@ class SlackAdapter(Adapter):
     capabilities: ClassVar[Capabilities] = Capabilities(
         max_message_length=MAX_MESSAGE_CHARS, length_unit="chars", can_edit=True, markup=Markup.SLACK_MRKDWN
     )
+    platform_hint: ClassVar[str] = (
+        "You are answering in Slack, which renders its own mrkdwn format rather than full "
+        "Markdown: bold, italic, strikethrough, inline code, code blocks, quotes, simple lists "
+        "and links work; headings and tables do not. Replies longer than roughly 3,000-4,000 "
+        "characters are split into several messages, so keep answers short and skimmable."
+    )
+    chats_setting: ClassVar[str] = "allowed_channels"
 
     def __init__(self, settings: SlackSettings) -> None:
         super().__init__()

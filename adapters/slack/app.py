@@ -42,13 +42,12 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.base import Intake, log_rejected
+from adapters.contract import ChatType, InboundMessage, Intake, log_rejected
 from adapters.slack.convert import Skip, ThreadReply, to_inbound
 from adapters.slack.identity import BotIdentity
 from adapters.slack.threads import ThreadMemory
 from adapters.slack.users import UserNames
 from adapters.slack.workspaces import Workspaces
-from gateway.events import ChatType, InboundMessage
 
 log = structlog.get_logger(__name__)
 

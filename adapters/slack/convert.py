@@ -44,8 +44,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from adapters.contract import Attachment, ChatType, InboundMessage
 from adapters.slack.identity import BotIdentity
-from gateway.events import Attachment, ChatType, InboundMessage
 
 PLATFORM: Final = "slack"
 

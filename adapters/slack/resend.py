@@ -24,8 +24,8 @@ import structlog
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.contract import OutboundMessage
 from adapters.slack.identity import BotIdentity
-from gateway.events import OutboundMessage
 
 log = structlog.get_logger(__name__)
 

@@ -10,8 +10,6 @@ back that chat for ``Retry-After`` seconds.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Iterator
 from typing import Any, Final
 
 import aiohttp
@@ -23,16 +21,19 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.base import (
+from adapters.contract import (
     AdapterError,
+    Attempt,
     DeliveryError,
+    Markup,
     MarkupRejected,
+    OutboundMessage,
     RateLimited,
     RecipientUnavailable,
     TransientDeliveryError,
+    translated,
 )
 from adapters.slack.resend import metadata
-from gateway.events import Markup, OutboundMessage
 
 NOT_RETRIED_BY_CLIENT: Final = frozenset({"chat.postMessage"})
 """Methods whose repetition shows users a duplicate; only the outbox retries them."""
@@ -87,34 +88,33 @@ async def post(client: AsyncWebClient, message: OutboundMessage) -> str:
         arguments["thread_ts"] = message.thread_id
     if message.nonce:
         arguments["metadata"] = metadata(message.nonce)  # how a resend finds it (adapters.slack.resend)
-    with translate_errors("chat.postMessage", message.chat_id):
+    with translated(delivery_error, Attempt("chat.postMessage", message.chat_id)):
         response = await client.chat_postMessage(**arguments)
     return str(response["ts"])
 
 
 async def update(client: AsyncWebClient, chat_id: str, message_id: str, text: str, markup: Markup) -> None:
     formatted = markup is Markup.SLACK_MRKDWN
-    with translate_errors("chat.update", chat_id):
+    with translated(delivery_error, Attempt("chat.update", chat_id)):
         await client.chat_update(
             channel=chat_id, ts=message_id, text=text if formatted else text.translate(_TEXT_ESCAPES)
         )
 
 
-@contextlib.contextmanager
-def translate_errors(method: str, channel: str) -> Iterator[None]:
-    """Turn slack_sdk and network errors into the gateway's :class:`DeliveryError` types."""
-    try:
-        yield
-    except SlackApiError as error:
-        raise delivery_error(method, channel, error) from error
-    except (aiohttp.ClientError, asyncio.TimeoutError, SlackClientError) as error:
-        raise TransientDeliveryError(
+def delivery_error(error: Exception, attempt: Attempt) -> DeliveryError | None:
+    """The delivery error for one of slack_sdk's (or a network) exceptions; None for any other exception."""
+    method, channel = attempt.action, attempt.chat_id
+    if isinstance(error, SlackApiError):
+        return _api_error(method, channel, error)
+    if isinstance(error, aiohttp.ClientError | asyncio.TimeoutError | SlackClientError):
+        return TransientDeliveryError(
             f"Slack {method} to {channel} failed on the network ({type(error).__name__}: {error}); "
             "the outbox sends it again"
-        ) from error
+        )
+    return None
 
 
-def delivery_error(method: str, channel: str, error: SlackApiError) -> DeliveryError:
+def _api_error(method: str, channel: str, error: SlackApiError) -> DeliveryError:
     response = error.response
     status = int(getattr(response, "status_code", 0) or 0)
     code = _error_code(response)

@@ -27,7 +27,7 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.base import AdapterError, log_rejected
+from adapters.contract import AdapterError, log_rejected
 from adapters.slack.http_body import payload_problem
 from adapters.slack.sending import startup_error
 

@@ -4,9 +4,16 @@ Modules: :mod:`.adapter` (lifecycle and the gateway-facing API), :mod:`.convert`
 (update to inbound message), :mod:`.polling` (getUpdates loop and watchdog),
 :mod:`.webhook` (the HTTP endpoint), :mod:`.webhook_watch` (getWebhookInfo
 checks: a lost registration, failing delivery), :mod:`.sending` (sends, edits,
-typing and error translation).
+typing and error translation), :mod:`.probe` (the doctor's token check).
 """
 
-from .adapter import TelegramAdapter, TelegramSettings
-
 __all__ = ("TelegramAdapter", "TelegramSettings")
+
+
+def __getattr__(name: str) -> object:
+    # Imported on first use, so the doctor's token check (``probe.py``) does not load aiogram.
+    if name in __all__:
+        from adapters.telegram import adapter
+
+        return getattr(adapter, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,9 +24,17 @@ from aiogram.methods import DeleteWebhook, GetMe, SetMyCommands, SetWebhook
 from aiogram.types import BotCommand, BotCommandScopeAllGroupChats, BotCommandScopeAllPrivateChats
 from aiogram.utils.token import TokenValidationError, validate_token
 
-from adapters.base import Adapter, AdapterError, AdapterState, Capabilities, Intake
+from adapters.contract import (
+    Adapter,
+    AdapterError,
+    AdapterState,
+    Capabilities,
+    Intake,
+    Markup,
+    MenuCommand,
+    OutboundMessage,
+)
 from adapters.http_listener import ListenError, ListenerLimits
-from gateway.events import Markup, MenuCommand, OutboundMessage
 
 from .convert import PLATFORM, BotIdentity
 from .polling import ALLOWED_UPDATES, Poller, PollingSettings
@@ -62,6 +70,13 @@ class TelegramSettings:
 class TelegramAdapter(Adapter):
     platform = PLATFORM
     capabilities = Capabilities(max_message_length=4096, length_unit="utf16", can_edit=True, markup=Markup.TELEGRAM_HTML)
+    platform_hint = (
+        "You are answering in Telegram. Write ordinary Markdown; the gateway converts it to "
+        "Telegram's HTML. Bold, italic, strikethrough, inline code, code blocks, links and "
+        "||spoilers|| all render. Tables do not, so present tabular facts as short lists or "
+        '"label: value" lines. A Telegram message holds at most 4,096 characters; a longer '
+        "reply is split into several messages, so put the answer first and keep it compact."
+    )
 
     def __init__(self, settings: TelegramSettings) -> None:
         super().__init__()

@@ -15,7 +15,7 @@ from aiogram.enums import ChatType as TgChatType
 from aiogram.enums import MessageEntityType
 from aiogram.types import Message, MessageEntity, Update
 
-from gateway.events import Attachment, ChatType, InboundMessage
+from adapters.contract import Attachment, ChatType, InboundMessage
 
 PLATFORM = "telegram"
 

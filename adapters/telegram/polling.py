@@ -37,7 +37,7 @@ import structlog
 from aiogram import Bot
 from aiogram.exceptions import ClientDecodeError, TelegramAPIError, TelegramConflictError, TelegramUnauthorizedError
 
-from adapters.base import AdapterState, Intake
+from adapters.contract import AdapterState, Intake
 
 from .convert import BotIdentity
 from .updates import RawGetUpdates, read_update, update_id_of

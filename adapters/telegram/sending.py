@@ -1,4 +1,4 @@
-"""Sending, editing and "typing...", with Telegram's errors turned into the gateway's delivery errors.
+"""Sending, editing and "typing...", with Telegram's errors turned into the contract's delivery errors.
 
 Every call is made exactly once: aiogram's session does not retry, and
 retrying (after ``retry_after``, with backoff, as plain text) is the
@@ -27,14 +27,17 @@ from aiogram.exceptions import (
 from aiogram.methods import EditMessageText, SendChatAction, SendMessage, TelegramMethod
 from aiogram.types import ReplyParameters
 
-from adapters.base import (
+from adapters.contract import (
+    Attempt,
     DeliveryError,
+    Markup,
     MarkupRejected,
+    OutboundMessage,
     RateLimited,
     RecipientUnavailable,
     TransientDeliveryError,
+    translated,
 )
-from gateway.events import Markup, OutboundMessage
 
 T = TypeVar("T")
 
@@ -78,14 +81,15 @@ class Sender:
         )
 
     async def _call(self, method: TelegramMethod[T]) -> T:
-        try:
+        with translated(delivery_error, Attempt(method.__api_method__, str(getattr(method, "chat_id", "")))):
             return await self._bot(method, request_timeout=SEND_TIMEOUT)
-        except (TelegramAPIError, ClientDecodeError) as error:
-            raise delivery_error(error) from error
 
 
-def delivery_error(error: TelegramAPIError | ClientDecodeError) -> DeliveryError:
-    """The gateway's delivery error for one of aiogram's, keeping Telegram's own description."""
+def delivery_error(error: Exception, attempt: Attempt) -> DeliveryError | None:
+    """The delivery error for one of aiogram's exceptions, keeping Telegram's own description; None for
+    any other exception."""
+    if not isinstance(error, TelegramAPIError | ClientDecodeError):
+        return None
     if isinstance(error, ClientDecodeError):
         return TransientDeliveryError(f"Telegram answered something that is not the Bot API: {error}")
     if isinstance(error, TelegramRetryAfter):

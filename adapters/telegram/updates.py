@@ -21,8 +21,7 @@ from aiogram import Bot
 from aiogram.methods import GetUpdates
 from aiogram.types import Update
 
-from adapters.base import log_rejected
-from gateway.events import InboundMessage
+from adapters.contract import InboundMessage, log_rejected
 
 from .convert import BotIdentity, to_inbound
 

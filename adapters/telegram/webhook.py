@@ -19,7 +19,7 @@ import structlog
 from aiogram import Bot
 from aiohttp import web
 
-from adapters.base import Intake
+from adapters.contract import Intake
 from adapters.http_listener import HttpListener, ListenerLimits
 
 from .convert import BotIdentity

@@ -29,7 +29,7 @@ from aiogram.exceptions import ClientDecodeError, TelegramAPIError
 from aiogram.methods import GetWebhookInfo, SetWebhook
 from aiogram.types import WebhookInfo
 
-from adapters.base import AdapterState
+from adapters.contract import AdapterState
 
 log = structlog.get_logger(__name__)
 

@@ -16,6 +16,7 @@ import argparse
 import json
 import time
 
+from config.models import PLATFORMS
 from gateway.cli.common import add_config_option, run_with_store
 from gateway.pairing import ApprovalOutcome, Pairing
 from storage import Store
@@ -30,15 +31,15 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     listing.add_argument("--json", action="store_true", help="print JSON for scripts")
     listing.set_defaults(handler=list_command)
     approve = commands.add_parser("approve", help="approve a pairing code")
-    approve.add_argument("platform", choices=["telegram", "discord", "slack"])
+    approve.add_argument("platform", choices=PLATFORMS)
     approve.add_argument("code")
     approve.set_defaults(handler=approve_command)
     revoke = commands.add_parser("revoke", help="remove an approved user")
-    revoke.add_argument("platform", choices=["telegram", "discord", "slack"])
+    revoke.add_argument("platform", choices=PLATFORMS)
     revoke.add_argument("user_id")
     revoke.set_defaults(handler=revoke_command)
     unlock = commands.add_parser("unlock", help="lift the lock five wrong codes put on a platform's approvals")
-    unlock.add_argument("platform", choices=["telegram", "discord", "slack"])
+    unlock.add_argument("platform", choices=PLATFORMS)
     unlock.set_defaults(handler=unlock_command)
     for sub in (listing, approve, revoke, unlock):
         add_config_option(sub)

@@ -5,15 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
-from adapters.base import Adapter
+from adapters.contract import AccessPolicy, Adapter
 from config.loader import LoadedConfig
 from gateway.cli.common import add_config_option, load_config_or_exit
 from gateway.logs import configure_logging, shutdown_logging
-
-if TYPE_CHECKING:
-    from gateway.access import AccessPolicy
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

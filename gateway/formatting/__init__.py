@@ -14,8 +14,9 @@ Usage::
 The model's Markdown is parsed once (:mod:`.markdown`), flattened into pieces
 (:mod:`.layout`) and cut into chunks (:mod:`.chunking`) measured in the
 dialect's own spelling (:mod:`.telegram_html`, :mod:`.discord_md`,
-:mod:`.slack_mrkdwn`, :class:`.dialect.PlainText`). Pure text processing: no
-platform library is imported here.
+:mod:`.slack_mrkdwn`, :class:`.dialect.PlainText`). The limit and how it is
+counted come from the caller: each adapter's ``capabilities`` are their only
+source. Pure text processing: no platform library is imported here.
 """
 
 from __future__ import annotations
@@ -23,26 +24,17 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from gateway.events import Markup
+from adapters.contract import Markup
 from gateway.formatting.chunking import MIN_LENGTH, Chunk, split
 from gateway.formatting.dialect import Dialect, PlainText
 from gateway.formatting.discord_md import DiscordMarkdown
 from gateway.formatting.layout import lower, lower_literal
 from gateway.formatting.lengths import LengthUnit, measure
 from gateway.formatting.markdown import parse
-from gateway.formatting.slack_mrkdwn import DEFAULT_MAX_LENGTH as SLACK_MAX_LENGTH
 from gateway.formatting.slack_mrkdwn import SlackMrkdwn
 from gateway.formatting.telegram_html import TelegramHTML
 
-__all__ = ["DEFAULT_LIMITS", "MIN_LENGTH", "Chunk", "LengthUnit", "dialect_for", "measure", "render"]
-
-DEFAULT_LIMITS: Final[dict[Markup, tuple[int, LengthUnit]]] = {
-    Markup.TELEGRAM_HTML: (4096, "utf16"),
-    Markup.DISCORD_MARKDOWN: (2000, "chars"),
-    Markup.SLACK_MRKDWN: (SLACK_MAX_LENGTH, "chars"),
-    Markup.PLAIN: (4096, "chars"),
-}
-"""Per-message limits and how they are counted, for adapters that do not know better."""
+__all__ = ["MIN_LENGTH", "Chunk", "LengthUnit", "dialect_for", "measure", "render"]
 
 _DIALECTS: Final[dict[Markup, Dialect]] = {
     Markup.PLAIN: PlainText(),

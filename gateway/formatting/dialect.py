@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 from typing import ClassVar
 
-from gateway.events import Markup
+from adapters.contract import Markup
 from gateway.formatting.layout import Kind, Wrap, WrapKind
 
 Stack = tuple[Wrap, ...]

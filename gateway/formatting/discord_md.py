@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from gateway.events import Markup
+from adapters.contract import Markup
 from gateway.formatting.dialect import Dialect, Stack, quote_lines
 from gateway.formatting.layout import Kind, Wrap, WrapKind
 

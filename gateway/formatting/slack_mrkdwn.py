@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from gateway.events import Markup
+from adapters.contract import Markup
 from gateway.formatting.dialect import Dialect, Stack, quote_lines
 from gateway.formatting.layout import Kind, Wrap, WrapKind
-
-DEFAULT_MAX_LENGTH: Final = 3900
-"""Default per-message limit: under the 4,000 characters Slack recommends for message text."""
 
 _ESCAPES: Final = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 # Slack has no escape character; a zero-width space after a literal backtick keeps it from

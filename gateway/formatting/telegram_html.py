@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from gateway.events import Markup
+from adapters.contract import Markup
 from gateway.formatting.dialect import Dialect, Stack
 from gateway.formatting.layout import Kind, Wrap, WrapKind
 

@@ -36,8 +36,9 @@ def system_text(body: dict) -> str:
 async def test_prompt_stays_byte_identical_across_turns_a_memory_write_and_a_restart(
     agent: Agent, model_server: ModelServer
 ) -> None:
-    prompt = await agent.build_prompt(session_id="S1", platform="telegram", started_at=STARTED, memory=ALICE)
-    assert "telegram" in prompt.text.lower() and (agent.settings.home / "SOUL.md").exists()
+    prompt = await agent.build_prompt(session_id="S1", platform="telegram", started_at=STARTED, memory=ALICE,
+                                      platform_hint="You are answering in Telegram.")  # fmt: skip
+    assert prompt.text.endswith("You are answering in Telegram.") and (agent.settings.home / "SOUL.md").exists()
     session = agent.open_session(session_id="S1", platform="telegram", memory=ALICE)
     history = [prompt.message(), ChatMessage.user("remember that I like tea")]
     model_server.script(ToolUse("memory", {"action": "add", "target": "user", "content": "Likes tea."}), Text("noted"))

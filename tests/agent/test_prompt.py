@@ -11,7 +11,6 @@ from agent.identity import DEFAULT_SOUL, SOUL_FILE, load_identity, seed_soul
 from agent.data_framing import MEMORY_INTRO, PROJECT_INTRO
 from agent.memory import MemoryTarget
 from agent.memory_scopes import MemoryBank, MemoryScope
-from agent.platform_hints import PLATFORM_HINTS, platform_hint
 from agent.prompt import (
     MEMORY_GUIDANCE,
     SESSION_SEARCH_GUIDANCE,
@@ -23,6 +22,8 @@ from agent.prompt import (
     session_line,
 )
 
+HINT = "You are answering in a test chat: plain text, at most 500 characters a message."
+"""The platform hint these prompts end with (the gateway passes the adapter's own)."""
 STARTED = dt.datetime(2026, 3, 30, 14, 30, 12, tzinfo=dt.timezone(dt.timedelta(hours=-7)))
 ALICE = MemoryScope.person("telegram", "42")
 
@@ -55,6 +56,7 @@ def _inputs(home: Path, **overrides: object) -> PromptInputs:
         "session_id": "abc123",
         "started_at": STARTED,
         "platform": "telegram",
+        "platform_hint": HINT,
         "home": home,
         "tool_names": ("memory", "session_search"),
     }
@@ -84,11 +86,11 @@ def test_layers_appear_in_the_seed_order(home: Path, workdir: Path, skills: Path
         PROJECT_INTRO,
         "<project-files>\n## AGENTS.md\n\nRun make lint before committing.\n</project-files>",
         "Session started: Monday, 2026-03-30 14:30 UTC-07:00\nSession ID: abc123",
-        PLATFORM_HINTS["telegram"],
+        HINT,
     ]
     positions = [prompt.text.index(marker) for marker in markers]
     assert positions == sorted(positions)
-    assert prompt.text.endswith(PLATFORM_HINTS["telegram"])
+    assert prompt.text.endswith(HINT)
 
 
 def test_two_builds_of_the_same_session_are_byte_identical(home: Path, workdir: Path, skills: Path) -> None:
@@ -193,27 +195,11 @@ def test_blocked_context_files_are_reported_as_notices(home: Path, workdir: Path
 # --- platform hints -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("platform", "facts"),
-    [
-        ("telegram", ["4,096", "HTML", "spoilers", "Tables do not"]),
-        ("discord", ["2,000", "Markdown", "Tables do not"]),
-        ("slack", ["mrkdwn", "3,000-4,000"]),
-        ("cli", ["plain text"]),
-    ],
-)
-def test_each_platform_hint_states_formatting_and_limits(platform: str, facts: list[str]) -> None:
-    hint = platform_hint(platform)
-    assert all(fact in hint for fact in facts)
-
-
-def test_configured_hints_override_the_built_in_ones(home: Path) -> None:
-    assert platform_hint("Discord", {"discord": "Custom."}) == "Custom."
-    assert platform_hint("discord", {"discord": ""}) == ""
-    assert platform_hint("matrix", {"matrix": "Matrix text."}) == "Matrix text."
-    assert platform_hint("matrix") == ""
-    prompt = build_system_prompt(_inputs(home, platform="slack", platform_hints={"slack": "Slack, our way."}))
+def test_the_platform_hint_given_is_the_last_layer_and_an_empty_one_is_left_out(home: Path) -> None:
+    prompt = build_system_prompt(_inputs(home, platform="slack", platform_hint="Slack, our way."))
     assert prompt.text.endswith("Slack, our way.")
+    without = build_system_prompt(_inputs(home, platform_hint=""))
+    assert without.text.endswith("Session ID: abc123")
 
 
 # --- per-call additions -------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """An in-process adapter for driving the real gateway without any platform.
 
-It implements the real :class:`adapters.base.Adapter` interface, so every
+It implements the real :class:`adapters.contract.Adapter` interface, so every
 gateway code path runs; tests inject messages and read what was sent.
 """
 
@@ -12,8 +12,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.base import Adapter, AdapterState, Capabilities, DeliveryError, Intake, MarkupRejected
-from gateway.events import ChatType, InboundMessage, Markup, OutboundMessage
+from adapters.contract import (
+    Adapter,
+    AdapterState,
+    Capabilities,
+    ChatType,
+    DeliveryError,
+    InboundMessage,
+    Intake,
+    Markup,
+    MarkupRejected,
+    OutboundMessage,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,16 +18,19 @@ from typing import Any
 import aiohttp
 import structlog
 
-from adapters.base import (
+from adapters.contract import (
     Adapter,
     AdapterState,
     Capabilities,
+    ChatType,
     DeliveryError,
+    InboundMessage,
     Intake,
+    Markup,
+    OutboundMessage,
     RateLimited,
     TransientDeliveryError,
 )
-from gateway.events import ChatType, InboundMessage, Markup, OutboundMessage
 
 log = structlog.get_logger("adapters.relay")
 

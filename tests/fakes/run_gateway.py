@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import sys
 
-from adapters.base import Adapter
-from gateway.access import AccessPolicy
+from adapters.contract import AccessPolicy, Adapter
 from gateway.cli import build_parser
 from gateway.cli.run import run_command
 from tests.fakes.adapter import BrokenAdapter, LoopbackAdapter

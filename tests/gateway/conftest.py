@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest_asyncio
 import yaml
 
+from adapters.contract import AccessPolicy
 from config import load_config
-from gateway.access import AccessPolicy
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
 from gateway.runner import search_function

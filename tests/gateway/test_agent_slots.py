@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from adapters.base import RateLimited
+from adapters.contract import RateLimited
 from tests.fakes.model_server import ModelServer, Text, Timeout, ToolCalls, ToolUse
 from tests.gateway.conftest import GatewayFactory
 from tests.waiting import eventually

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from gateway.events import Markup
+from adapters.contract import Markup
 from gateway.formatting import render
 from gateway.formatting.lengths import is_boundary, measure, utf16_len
 from tests.gateway.test_formatting_checks import check_chunks

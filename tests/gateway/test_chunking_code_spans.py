@@ -16,7 +16,7 @@ import re
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from gateway.events import Markup
+from adapters.contract import Markup
 from gateway.formatting import MIN_LENGTH, measure, render
 from gateway.formatting.layout import longest_backtick_run
 from tests.gateway.test_formatting_checks import telegram_errors, telegram_text

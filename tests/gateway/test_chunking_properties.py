@@ -16,7 +16,7 @@ import re
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from gateway.events import Markup
+from adapters.contract import Markup
 from gateway.formatting import measure, render
 from tests.gateway.test_formatting_checks import check_chunks, fences_balanced, telegram_errors, telegram_text
 

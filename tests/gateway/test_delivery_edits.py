@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from adapters.base import Capabilities, DeliveryError, MarkupRejected, RateLimited, TransientDeliveryError
+from adapters.contract import Capabilities, DeliveryError, Markup, MarkupRejected, RateLimited, TransientDeliveryError
 from gateway.delivery import Delivery
-from gateway.events import Markup
 from gateway.metrics import Metrics
 from storage import OutboxRecord, Store
 from tests.fakes.adapter import LoopbackAdapter

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest_asyncio
 
-from adapters.base import DeliveryError, RateLimited, TransientDeliveryError
+from adapters.contract import DeliveryError, OutboundMessage, RateLimited, TransientDeliveryError
 from gateway.delivery import Delivery, DeliveryPolicy
-from gateway.events import OutboundMessage
 from gateway.metrics import Metrics
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter

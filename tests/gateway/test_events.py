@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.events import Attachment, ChatType, InboundMessage
+from adapters.contract import Attachment, ChatType, InboundMessage
 from storage import Store
 
 HALF = "\ud83d"

@@ -8,9 +8,9 @@ import sys
 import pytest
 
 import gateway.formatting
-from gateway.events import Markup
-from gateway.formatting import DEFAULT_LIMITS, render
-from tests.gateway.test_formatting_checks import LIMITS, telegram_errors
+from adapters.contract import Markup
+from gateway.formatting import render
+from tests.gateway.test_formatting_checks import telegram_errors
 
 ALL = list(Markup)
 
@@ -258,7 +258,6 @@ def test_bad_arguments_are_refused() -> None:
 
 def test_public_api() -> None:
     assert gateway.formatting.__all__ == [
-        "DEFAULT_LIMITS",
         "MIN_LENGTH",
         "Chunk",
         "LengthUnit",
@@ -266,7 +265,6 @@ def test_public_api() -> None:
         "measure",
         "render",
     ]
-    assert DEFAULT_LIMITS == LIMITS
 
 
 def test_imports_no_platform_library() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from gateway.events import Markup
+from adapters.contract import Markup
 from gateway.formatting import Chunk, dialect_for, measure, render
 from gateway.formatting.chunking import split
 from gateway.formatting.layout import lower

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.events import Markup
+from adapters.contract import Markup
 from gateway.formatting import render
 from tests.gateway.test_formatting_checks import LIMITS, check_chunks
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.events import Markup
+from adapters.contract import Markup
 from gateway.formatting import Chunk, dialect_for, render
 from gateway.formatting.chunking import split
 from gateway.formatting.layout import lower, lower_literal

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from structlog.testing import capture_logs
 
-from gateway.events import ChatType
+from adapters.contract import ChatType
 from storage import Store
 from tests.fakes.model_server import ModelServer, RequestRecord, Text, ToolUse
 from tests.gateway.conftest import GatewayFactory, Running

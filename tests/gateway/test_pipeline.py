@@ -12,9 +12,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from adapters.base import RateLimited
-from gateway.access import AccessPolicy
-from gateway.events import ChatType, InboundMessage, Markup
+from adapters.contract import AccessPolicy, ChatType, InboundMessage, Markup, RateLimited
 from gateway.formatting import render
 from gateway.turns import INTERRUPTED_RESULT, NOTHING_TO_ADD
 from storage import NewMessage, Store, ToolCallRecord

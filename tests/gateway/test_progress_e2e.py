@@ -7,8 +7,7 @@ import asyncio
 import pytest
 
 import gateway.progress
-from adapters.base import Capabilities
-from gateway.events import Markup
+from adapters.contract import Capabilities, Markup
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter
 from tests.fakes.model_server import ModelServer, Text, ToolCalls, ToolUse

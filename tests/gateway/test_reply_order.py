@@ -10,12 +10,10 @@ from pathlib import Path
 import pytest
 
 import gateway.progress
-from adapters.base import TransientDeliveryError
+from adapters.contract import AccessPolicy, ChatType, OutboundMessage, TransientDeliveryError
 from config import load_config
-from gateway.access import AccessPolicy
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
-from gateway.events import ChatType, OutboundMessage
 from gateway.runner import search_function
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter

@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
+from adapters.contract import AccessPolicy, ChatType, InboundMessage
 from agent.memory_scopes import MemoryScope
-from gateway.access import AccessControl, AccessPolicy, Verdict
+from gateway.access import AccessControl, Verdict
 from gateway.commands import parse_command
-from gateway.events import ChatType, InboundMessage
 from gateway.memory_scope import scope_for_key, scope_for_record
 from gateway.session_key import session_key_for
 from storage import SessionRecord

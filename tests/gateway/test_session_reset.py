@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest_asyncio
 
+from adapters.contract import ChatType
 from config import load_config
 from config.models import SessionsConfig
 from gateway.agent_factory import build_agent
 from gateway.conversations import Conversations
-from gateway.events import ChatType
 from gateway.runner import search_function
 from gateway.session_key import SessionKey
 from storage import NewMessage, SessionRecord, Store

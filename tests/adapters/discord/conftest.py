@@ -11,13 +11,11 @@ from typing import Any
 import pytest_asyncio
 import yaml
 
-from adapters.base import Adapter
+from adapters.contract import AccessPolicy, Adapter, InboundMessage
 from config import load_config
-from gateway.access import AccessPolicy
 from gateway.adapter_loader import load_adapter
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
-from gateway.events import InboundMessage
 from gateway.runner import search_function
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter

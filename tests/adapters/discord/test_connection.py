@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from structlog.testing import capture_logs
 
-from adapters.base import AdapterError, AdapterState
+from adapters.contract import AdapterError, AdapterState
 from adapters.discord import DiscordAdapter
 from adapters.discord.adapter import DiscordSettings
 from adapters.discord.supervisor import Backoff

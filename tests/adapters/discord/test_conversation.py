@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from structlog.testing import capture_logs
 
-from adapters.base import AdapterState
+from adapters.contract import AdapterState
 from tests.adapters.discord.conftest import ALICE, StartGateway, eventually
 from tests.fakes.discord_api import MESSAGE_CONTENT_INTENT, DiscordEmulator
 from tests.fakes.model_server import ModelServer, Text, Timeout

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest_asyncio
 
+from adapters.contract import Attachment, ChatType, OutboundMessage
 from adapters.discord import DiscordAdapter
 from adapters.discord.adapter import DiscordSettings
-from gateway.events import Attachment, ChatType, OutboundMessage
 from tests.adapters.discord.conftest import ALICE, BOB, Collected
 from tests.fakes.discord_api import DiscordEmulator, payloads
 

@@ -8,16 +8,17 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from adapters.base import (
+from adapters.contract import (
     DeliveryError,
+    Markup,
     MarkupRejected,
+    OutboundMessage,
     RateLimited,
     RecipientUnavailable,
     TransientDeliveryError,
 )
 from adapters.discord import DiscordAdapter
 from adapters.discord.adapter import DiscordSettings
-from gateway.events import Markup, OutboundMessage
 from tests.adapters.discord.conftest import ALICE, Collected, StartGateway
 from tests.fakes.discord_api import DiscordEmulator
 

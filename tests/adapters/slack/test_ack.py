@@ -16,7 +16,7 @@ import pytest_asyncio
 import adapters.slack.app as slack_app
 from adapters.slack import SlackAdapter
 from adapters.slack.adapter import SlackSettings
-from gateway.events import ChatType, InboundMessage
+from adapters.contract import ChatType, InboundMessage
 from tests.adapters.slack.conftest import ALICE, DM, SIGNING_SECRET
 from tests.fakes.slack_api import BOT_TOKEN, FakeSlack, message, message_key, post_signed
 

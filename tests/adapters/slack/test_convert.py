@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from adapters.contract import ChatType, InboundMessage
 from adapters.slack.convert import Skip, ThreadReply, to_inbound
 from adapters.slack.identity import BotIdentity
-from gateway.events import ChatType, InboundMessage
 from tests.fakes.slack_api import BOT_ID, BOT_USER_ID, TEAM_ID, mention, message
 
 BOT = BotIdentity(user_id=BOT_USER_ID, bot_id=BOT_ID, name="switchbot", team_id=TEAM_ID)

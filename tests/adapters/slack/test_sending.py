@@ -7,17 +7,19 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from adapters.base import (
+from adapters.contract import (
     AdapterError,
     AdapterState,
+    DeliveryError,
+    Markup,
     MarkupRejected,
+    OutboundMessage,
     RateLimited,
     RecipientUnavailable,
     TransientDeliveryError,
 )
 from adapters.slack import SlackAdapter
 from adapters.slack.adapter import SlackSettings
-from gateway.events import Markup, OutboundMessage
 from tests.adapters.slack.conftest import ALICE, DM, SIGNING_SECRET, SlackFactory
 from tests.fakes.slack_api import APP_TOKEN, BOT_TOKEN, Failure, FakeSlack, message, post_signed
 
@@ -90,6 +92,20 @@ async def test_server_errors_are_transient(adapter: SlackAdapter, fake_slack: Fa
     fake_slack.fail_next("chat.postMessage", failure)
     with pytest.raises(TransientDeliveryError):
         await adapter.send(chunk())
+
+
+@pytest.mark.parametrize(
+    ("code", "says"),
+    [("invalid_auth", "check platforms.slack.bot_token"), ("token_revoked", "check platforms.slack.bot_token"),
+     ("missing_scope", "add chat:write"), ("msg_too_long", "failed: msg_too_long")],
+)  # fmt: skip
+async def test_refusals_no_retry_can_fix_are_plain_delivery_errors(
+    adapter: SlackAdapter, fake_slack: FakeSlack, code: str, says: str
+) -> None:
+    fake_slack.fail_next("chat.postMessage", Failure.error(code))
+    with pytest.raises(DeliveryError, match=says) as caught:
+        await adapter.send(chunk())
+    assert type(caught.value) is DeliveryError and not caught.value.retryable
 
 
 async def test_edit_of_an_unknown_message_is_recipient_unavailable(adapter: SlackAdapter) -> None:

@@ -17,7 +17,7 @@ from adapters.slack import SlackAdapter
 from adapters.slack.adapter import SlackSettings
 from adapters.slack.identity import BotIdentity
 from adapters.slack.threads import ERROR_TTL, NEGATIVE_TTL, ThreadMemory
-from gateway.events import Markup, OutboundMessage
+from adapters.contract import Markup, OutboundMessage
 from tests.adapters.slack.conftest import ALICE, BOB, CHANNEL, SIGNING_SECRET, Clock
 from tests.adapters.slack.test_ack import Intake
 from tests.fakes.slack_api import (

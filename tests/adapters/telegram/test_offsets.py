@@ -13,10 +13,9 @@ from collections.abc import AsyncIterator
 import pytest_asyncio
 from structlog.testing import capture_logs
 
-from adapters.base import AdapterState
+from adapters.contract import AdapterState, ChatType, InboundMessage
 from adapters.telegram import TelegramAdapter, TelegramSettings
 from adapters.telegram.polling import PollingSettings
-from gateway.events import ChatType, InboundMessage
 from tests.adapters.telegram.conftest import ALICE, eventually
 from tests.fakes.telegram_api import Chat, TelegramAPI
 

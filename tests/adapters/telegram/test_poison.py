@@ -19,8 +19,8 @@ from typing import Any
 
 from structlog.testing import capture_logs
 
+from adapters.contract import InboundMessage
 from adapters.telegram import TelegramAdapter, TelegramSettings
-from gateway.events import InboundMessage
 from tests.adapters.telegram.conftest import ALICE, StartTelegram, TelegramRun, eventually, telegram_section
 from tests.adapters.telegram.test_crash import launch
 from tests.adapters.telegram.test_webhook import SECRET, free_port, webhook_config

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.base import DeliveryError, RecipientUnavailable, TransientDeliveryError
-from gateway.events import Markup, OutboundMessage
+from adapters.contract import (
+    DeliveryError,
+    Markup,
+    MarkupRejected,
+    OutboundMessage,
+    RateLimited,
+    RecipientUnavailable,
+    TransientDeliveryError,
+)
 from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram, eventually
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import Chat, Failure, TelegramAPI, utf16_length
@@ -116,3 +123,28 @@ async def test_sends_edits_and_typing_through_the_adapter(start_telegram: StartT
     with pytest.raises(TransientDeliveryError):
         await run.adapter.send(OutboundMessage(chat_id=str(forum.id), text="later"))
     assert run.adapter.capabilities.length_unit == "utf16" and run.adapter.capabilities.max_message_length == 4096
+
+
+@pytest.mark.parametrize(
+    ("failure", "expected", "says"),
+    [
+        (Failure(401, "Unauthorized"), DeliveryError, "check the token and api_base_url"),
+        (Failure(413, "Request Entity Too Large"), DeliveryError, "too large"),
+        (Failure(400, "Bad Request: message text is empty"), DeliveryError, "refused the message"),
+        (Failure(403, "Forbidden: bot was kicked from the group chat"), RecipientUnavailable, "kicked"),
+        (Failure(400, "Bad Request: not enough rights to send text messages to the chat"), RecipientUnavailable, "rights"),
+        (Failure.cant_parse(), MarkupRejected, "could not parse the HTML"),
+        (Failure.too_many_requests(3), RateLimited, "flood control"),
+        (Failure.server_error(), TransientDeliveryError, "unreachable or failing"),
+        (Failure.broken_proxy(), TransientDeliveryError, "not the Bot API"),
+    ],
+)
+async def test_each_refusal_becomes_its_delivery_error(
+    start_telegram: StartTelegram, telegram_api: TelegramAPI, failure: Failure, expected: type[DeliveryError], says: str
+) -> None:
+    run = await start_telegram()
+    telegram_api.add_chat(Chat.private(BOB))
+    telegram_api.fail("sendMessage", failure)
+    with pytest.raises(DeliveryError, match=says) as caught:
+        await run.adapter.send(OutboundMessage(chat_id=str(BOB.id), text="<b>hi</b>", markup=Markup.TELEGRAM_HTML))
+    assert type(caught.value) is expected

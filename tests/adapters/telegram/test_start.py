@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from structlog.testing import capture_logs
 
-from adapters.base import AdapterError, AdapterState
+from adapters.contract import AdapterError, AdapterState
 from adapters.telegram import TelegramAdapter, TelegramSettings
 from tests.adapters.telegram.conftest import ALICE, StartTelegram, eventually, eventually_async
 from tests.adapters.telegram.test_polling import health_matches, polling_timings

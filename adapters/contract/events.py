@@ -1,4 +1,4 @@
-"""The normalized messages that cross the adapter boundary.
+"""The normalized messages that cross the adapter boundary (part of :mod:`adapters.contract`).
 
 Adapters turn platform updates into :class:`InboundMessage` and send
 :class:`OutboundMessage`; nothing above the adapters sees a platform

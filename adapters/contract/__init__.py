@@ -1,0 +1,75 @@
+"""The adapter contract: everything that crosses between a platform adapter and the gateway.
+
+:mod:`.events` holds the messages (inbound, outbound, attachments, chat types,
+markup dialects, the command menu), :mod:`.errors` what an adapter raises and
+how it translates its platform's exceptions, :mod:`.adapter` the
+:class:`Adapter` base class (and, in its docstring, what a new platform must
+provide) with its capabilities, status and access settings, and
+:mod:`.rejections` how an inbound event that cannot be read is logged.
+
+Dependencies point one way: the gateway imports this package; adapters import
+it and nothing of the gateway.
+"""
+
+from adapters.contract.adapter import (
+    AccessPolicy,
+    Adapter,
+    AdapterState,
+    AdapterStatus,
+    Capabilities,
+    Intake,
+    Probe,
+    Where,
+)
+from adapters.contract.errors import (
+    AdapterError,
+    Attempt,
+    DeliveryError,
+    MarkupRejected,
+    RateLimited,
+    RecipientUnavailable,
+    TransientDeliveryError,
+    Translate,
+    translated,
+)
+from adapters.contract.events import (
+    Attachment,
+    ChatType,
+    CommandMenu,
+    InboundMessage,
+    Markup,
+    MenuCommand,
+    OutboundMessage,
+    storable_text,
+)
+from adapters.contract.rejections import log_rejected, rejection_reason
+
+__all__ = [
+    "AccessPolicy",
+    "Adapter",
+    "AdapterError",
+    "AdapterState",
+    "AdapterStatus",
+    "Attachment",
+    "Attempt",
+    "Capabilities",
+    "ChatType",
+    "CommandMenu",
+    "DeliveryError",
+    "InboundMessage",
+    "Intake",
+    "Markup",
+    "MarkupRejected",
+    "MenuCommand",
+    "OutboundMessage",
+    "Probe",
+    "RateLimited",
+    "RecipientUnavailable",
+    "TransientDeliveryError",
+    "Translate",
+    "Where",
+    "log_rejected",
+    "rejection_reason",
+    "storable_text",
+    "translated",
+]

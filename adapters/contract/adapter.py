@@ -1,0 +1,196 @@
+"""The boundary every platform adapter implements: the :class:`Adapter` base class.
+
+An adapter owns one platform connection. The gateway starts it with an
+*intake* callback, asks it to send, edit and show typing, reads its status for
+/health, and stops it in two steps: first intake (no new messages), later the
+connection itself (after queued replies were flushed).
+
+A new platform is a package ``adapters/<platform>/`` (it imports nothing of
+Switchboard but ``adapters.contract`` and ``adapters.http_listener``), a config
+model for its section ``platforms.<platform>`` and a README section. Its
+package exports (in ``__all__``) one subclass of :class:`Adapter` that provides:
+
+* ``platform``: the name, the same as its config section's;
+* ``capabilities``: its message limit and how the limit is counted, whether it
+  can edit, and the markup dialect replies are written in (the only place a
+  platform's limit is written down);
+* ``platform_hint``: what the model is told about formatting and length there;
+* ``from_config(section)``: the adapter built from its config section, raising
+  :class:`AdapterError` (saying what to set) when the section cannot run;
+* ``chats_setting`` / ``servers_setting``: which keys of the section list the
+  chats and servers it answers in, when they are not ``allowed_chats`` and none
+  (the section also has ``allowed_users``, ``allow_all`` and ``require_mention``);
+* ``bot_username``: the bot's own name once connected, for ``/cmd@name``;
+* ``start``, ``stop_intake``, ``close``, ``send`` (and ``edit``, ``typing`` where
+  the platform has them), raising the delivery errors of :mod:`.errors`, with
+  the platform library's exceptions translated by :func:`.errors.translated`;
+* optionally a module ``adapters/<platform>/probe.py`` with
+  ``async def probe(section, http, where) -> Probe``: the doctor's read-only
+  credential check. It is kept apart from the adapter class, and the package's
+  ``__init__`` imports the adapter lazily, so ``switchboard doctor`` checks a
+  token without loading the platform's library (seconds).
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from types import TracebackType
+from typing import Any, ClassVar, Literal, Self
+
+from adapters.contract.errors import AdapterError
+from adapters.contract.events import CommandMenu, InboundMessage, Markup, OutboundMessage
+
+Intake = Callable[[InboundMessage], Awaitable[None]]
+"""Hands one inbound message to the gateway; returns once the gateway has accepted (stored) it."""
+
+Where = Callable[[str], str]
+"""For a key of the adapter's config section (``token``), where the operator sets it (for messages)."""
+
+
+class AdapterState(StrEnum):
+    NEW = "new"
+    STARTING = "starting"
+    RUNNING = "running"
+    DEGRADED = "degraded"
+    """Connected but not healthy (e.g. polling stalled, reconnecting)."""
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    max_message_length: int
+    length_unit: Literal["chars", "utf16"] = "chars"
+    """How the limit is counted: Python characters, or UTF-16 code units (Telegram)."""
+    can_edit: bool = True
+    markup: Markup = Markup.PLAIN
+
+
+@dataclass(frozen=True, slots=True)
+class AccessPolicy:
+    """One platform's access settings (from ``platforms.<name>`` in config.yaml), read by the gateway."""
+
+    allowed_users: frozenset[str] = frozenset()
+    allow_all: bool = False
+    require_mention: bool = True
+    allowed_chats: frozenset[str] = frozenset()
+    """Chats/channels where the bot answers in groups; empty means any."""
+    allowed_servers: frozenset[str] = frozenset()
+    """Discord servers (guilds) where the bot answers; empty means any."""
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What the doctor's check of a platform's credentials found."""
+
+    ok: bool
+    detail: str
+    fix: str = ""
+    """When not ok: what the operator should do."""
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterStatus:
+    state: AdapterState
+    detail: str = ""
+    last_inbound_at: float | None = None
+    """Wall-clock time of the last inbound message, or None."""
+
+    def to_dict(self, now: float | None = None) -> dict[str, object]:
+        now = time.time() if now is None else now
+        since = None if self.last_inbound_at is None else round(now - self.last_inbound_at, 1)
+        return {"state": self.state.value, "detail": self.detail, "seconds_since_inbound": since}
+
+
+class Adapter(abc.ABC):
+    """One platform connection (what a subclass provides: see this module's docstring)."""
+
+    platform: ClassVar[str]
+    capabilities: ClassVar[Capabilities]
+    platform_hint: ClassVar[str] = ""
+    """What the model is told about answering on this platform (formatting that renders, message length);
+    the gateway hands it to the agent for each new session, unless ``agent.platform_hints`` replaces it."""
+    chats_setting: ClassVar[str] = "allowed_chats"
+    """The key of the config section that lists the chats (channels) the bot answers in."""
+    servers_setting: ClassVar[str | None] = None
+    """The key that lists the servers (Discord guilds) the bot answers in, where the platform has them."""
+    bot_username: str | None = None
+    """The bot's own name on the platform once connected (``/cmd@name`` for another bot is ignored)."""
+
+    @classmethod
+    def from_config(cls, section: Any) -> Self:
+        """The adapter for ``platforms.<platform>`` (the platform's config model)."""
+        raise AdapterError(f"the {cls.platform} adapter cannot be built from configuration")
+
+    @classmethod
+    def access_policy(cls, section: Any) -> AccessPolicy:
+        """Who may talk to the bot and where, from the platform's config section."""
+        servers = getattr(section, cls.servers_setting) if cls.servers_setting else ()
+        return AccessPolicy(
+            allowed_users=frozenset(section.allowed_users), allow_all=section.allow_all,
+            require_mention=section.require_mention, allowed_chats=frozenset(getattr(section, cls.chats_setting)),
+            allowed_servers=frozenset(servers),
+        )  # fmt: skip
+
+
+    def __init__(self) -> None:
+        self.commands = CommandMenu()
+        """The chat commands the gateway answers (set by ``gateway.adapter_loader`` before start). An
+        adapter whose platform shows a menu of commands publishes them when it starts; others ignore it."""
+        self._state = AdapterState.NEW
+        self._detail = ""
+        self._last_inbound_at: float | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def start(self, intake: Intake) -> None:
+        """Connect and begin delivering inbound messages to ``intake``. Returns once started."""
+
+    @abc.abstractmethod
+    async def stop_intake(self) -> None:
+        """Stop receiving new messages; sending keeps working. Idempotent."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release the connection. Idempotent."""
+
+    # --- outbound --------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def send(self, message: OutboundMessage) -> str:
+        """Send one chunk; returns the platform's id for the sent message.
+
+        ``message.nonce`` is the same on every attempt at one chunk, also after a restart. Where the
+        platform takes an idempotency key (Discord's ``nonce`` with ``enforce_nonce``), pass it, so a
+        chunk sent again after a crash between sending and recording is not shown twice.
+        """
+
+    async def edit(self, chat_id: str, message_id: str, text: str, *, markup: Markup = Markup.PLAIN) -> None:
+        """Replace the text of a message the bot sent."""
+        raise AdapterError(f"{self.platform} messages cannot be edited")
+
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
+        """Show a typing indicator for a few seconds (the gateway refreshes it). Default: nothing."""
+
+    # --- status ----------------------------------------------------------------------------
+    def status(self) -> AdapterStatus:
+        return AdapterStatus(self._state, self._detail, self._last_inbound_at)
+
+    def _set_state(self, state: AdapterState, detail: str = "") -> None:
+        self._state = state
+        self._detail = detail
+
+    def _note_inbound(self) -> None:
+        self._last_inbound_at = time.time()
+
+    async def __aenter__(self) -> Adapter:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()

@@ -1,0 +1,84 @@
+"""What an adapter raises when it cannot do what the gateway asked, above all a send that failed.
+
+Every adapter turns its platform library's exceptions into :class:`DeliveryError`
+subclasses the same way: its ``sending`` module has one function
+``delivery_error(error, attempt)`` that says which one an exception is (None: not
+the platform's, raised as it is), and wraps each platform call in
+``with translated(delivery_error, Attempt(...)):``. The gateway's delivery acts
+on the class alone (wait, retry, fall back to plain text, give up).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from adapters.contract.events import Markup
+
+
+class AdapterError(Exception):
+    """An adapter could not do what was asked; the message says what to do about it."""
+
+
+class DeliveryError(AdapterError):
+    """Sending failed. Adapters translate their platform's errors into these subclasses.
+
+    ::
+
+        DeliveryError
+        ├── RateLimited            the platform asked us to wait ``retry_after`` seconds
+        ├── MarkupRejected         the platform refused the formatting; plain text may pass
+        ├── RecipientUnavailable   blocked, kicked, chat gone: retrying will not help
+        └── TransientDeliveryError a network or server hiccup: try again shortly
+    """
+
+    retryable = False
+
+
+class RateLimited(DeliveryError):
+    retryable = True
+
+    def __init__(self, retry_after: float, message: str = "") -> None:
+        super().__init__(message or f"rate limited: retry after {retry_after:g} s")
+        self.retry_after = retry_after
+
+
+class MarkupRejected(DeliveryError):
+    pass
+
+
+class RecipientUnavailable(DeliveryError):
+    pass
+
+
+class TransientDeliveryError(DeliveryError):
+    retryable = True
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """What a platform call was doing, for the delivery error's message."""
+
+    action: str
+    """The call, in the platform's words: ``send``, ``edit``, ``chat.postMessage`` ..."""
+    chat_id: str = ""
+    markup: Markup = Markup.PLAIN
+    """The markup of the text sent: a refusal of formatted text is :class:`MarkupRejected`."""
+
+
+Translate = Callable[[Exception, Attempt], "DeliveryError | None"]
+"""An adapter's classification of its platform's exceptions; None for an exception that is not the platform's."""
+
+
+@contextlib.contextmanager
+def translated(translate: Translate, attempt: Attempt) -> Iterator[None]:
+    """Raise what ``translate`` makes of an exception of the block (chained to it); anything it does not
+    classify passes unchanged. Works around ``await`` too: ``with translated(...): await call()``."""
+    try:
+        yield
+    except Exception as error:
+        delivery = translate(error, attempt)
+        if delivery is None:
+            raise
+        raise delivery from error
