@@ -30,9 +30,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from agent.core import Agent, AgentSession
-from agent.memory_scopes import holds_legacy_memory
-from agent.messages import ChatMessage
+from agent import Agent, AgentSession, ChatMessage, holds_legacy_memory
 from config.models import SessionsConfig
 from gateway.convert import to_chat, to_new
 from gateway.memory_scope import scope_for_key, scope_for_record

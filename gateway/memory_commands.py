@@ -28,8 +28,7 @@ from collections.abc import Callable
 
 import structlog
 
-from agent.memory import MemoryStore, MemoryTarget
-from agent.memory_scopes import MemoryBank, MemoryScope
+from agent import MemoryBank, MemoryScope, MemoryStore, MemoryTarget
 from gateway.commands import Command
 from gateway.conversations import Conversations
 from gateway.events import ChatType, InboundMessage

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import structlog
 
-from agent.memory_scopes import MemoryScope, move_legacy
+from agent import MemoryScope, move_legacy
 from gateway.events import ChatType
 from gateway.session_key import SessionKey
 from storage import SearchOwner, SessionRecord

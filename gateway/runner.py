@@ -21,7 +21,7 @@ import structlog
 
 from adapters.base import Adapter, AdapterError
 from adapters.http_listener import ListenError
-from agent.memory_scopes import MemoryScope
+from agent import MemoryScope
 from config.loader import LoadedConfig
 from config.plan import build_plan
 from gateway.access import AccessPolicy

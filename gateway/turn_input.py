@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent.prompt import combine_ephemeral
+from agent import combine_ephemeral
 from gateway.conversations import Conversation
 from gateway.events import ChatType, InboundMessage
 

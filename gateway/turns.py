@@ -32,11 +32,7 @@ from typing import Any
 import structlog
 
 from adapters.base import Adapter
-from agent.compressor import CompressionResult
-from agent.errors import ModelUnavailableError
-from agent.messages import ChatMessage
-from agent.providers.base import ModelResponse
-from agent.tokens import estimate_message
+from agent import ChatMessage, CompressionResult, ModelResponse, ModelUnavailableError, estimate_message
 from config.models import CompressionConfig
 from gateway import hygiene
 from gateway.conversations import Conversation, Conversations
