@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.architecture.rules import RULES, problems
 
 REPO = Path(__file__).resolve().parents[2]
@@ -15,7 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_every_import_keeps_the_dependency_rules() -> None:
     found = problems()
-    assert not found, "imports that break a dependency rule:\n" + "\n".join(found)
+    if found:
+        pytest.fail("imports that break a dependency rule:\n" + "\n".join(found), pytrace=False)
 
 
 # A made-up tree with the packages' names: one import breaking each rule, in each place an
