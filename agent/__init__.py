@@ -1,7 +1,8 @@
 """The LLM agent: sessions that take turns with a model, its tools and long-term memory.
 
 ``from agent import Agent, AgentSettings, ...``: the names below are everything the gateway
-uses; its submodules are the agent's own business (tests may reach into them).
+(and ``bench.gateway``, which builds the agent as the gateway does) uses; the submodules are
+the agent's own business (its tests and the agent benchmarks reach into them).
 
 What the user of this package gives it (the gateway, built from the configuration in
 ``gateway/agent_factory.py``):
