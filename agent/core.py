@@ -215,8 +215,8 @@ class NewShare:
     traffic and reply, and the new message (for the TTL choice).
 
     The prompt's estimated size is kept across turns and only the messages added since are
-    estimated: a history grows at its end, and summing a long session's whole history every
-    turn made a turn's cost grow with it. When the history is not the one counted before plus
+    estimated: a history grows at its end, so a turn's cost does not grow with the session's
+    length. When the history is not the one counted before plus
     new messages (its first or last counted message differs: a compaction rewrote it),
     everything is counted again.
     """

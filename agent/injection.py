@@ -213,8 +213,7 @@ def scan_text(text: str, scope: Scope = "context") -> tuple[str, ...]:
     read the folded text (:mod:`agent.folding`), so line-split, spaced-out, look-alike,
     zero-width-split and mixed-case versions of a phrase match like the plain one.
     Remembered for recent texts: every new session's prompt scans the same files, shared
-    notes and memory entries again (the scan was most of the cost of starting a session in
-    the gateway benchmark).
+    notes and memory entries again, and scanning is the costly part of starting a session.
     """
     text = strip_bom(text)
     findings = list(invisible_characters(text))

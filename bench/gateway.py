@@ -47,7 +47,7 @@ every round.
    session gets a message every second, so its turns do not overlap);
    PACED_MESSAGES per round (``--quick`` fewer). Per message, added latency =
    reply observed by the adapter - inject call - model time (time spent inside
-   ``Provider.complete`` for that message, measured; ~20 us).
+   ``Provider.complete`` for that message, measured per message).
    ``latency_intake_*`` (inject until the adapter's call returned: durable
    inbox write and lane submit), ``latency_to_model_*`` (inject until the model
    was called) and ``latency_after_model_*`` (model returned until the reply

@@ -19,12 +19,20 @@ from typing import Any
 import yaml
 
 from adapters.contract import AccessPolicy, InboundMessage, Intake, OutboundMessage
-from agent.caching import CachePolicy
-from agent.core import Agent, AgentSettings
-from agent.messages import ChatMessage
-from agent.providers.base import ModelRequest, ModelResponse, Provider
-from agent.providers.router import ModelRouter, ModelTarget
-from agent.usage import Price, PriceTable, Usage
+from agent import (
+    Agent,
+    AgentSettings,
+    CachePolicy,
+    ChatMessage,
+    ModelRequest,
+    ModelResponse,
+    ModelRouter,
+    ModelTarget,
+    Price,
+    PriceTable,
+    Provider,
+    Usage,
+)
 from config import load_config
 from gateway.app import Gateway
 from gateway.runner import search_function, settle_runtime

@@ -1,31 +1,25 @@
 """Building the agent from the configuration: providers, routers, settings.
 
-The model SDKs are imported here, when the gateway actually runs, never by
-commands that only read the configuration.
+The model SDKs are loaded by :func:`agent.make_provider` when the gateway actually
+runs, never by commands that only read the configuration.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from agent.caching import cache_policy
-from agent.core import Agent, AgentSettings
-from agent.providers.base import Provider
-from agent.providers.router import ModelRouter, ModelTarget
-from agent.tools import ScopedSearchFunction
-from agent.usage import Price, PriceTable
+from agent import (
+    Agent,
+    AgentSettings,
+    ModelRouter,
+    ModelTarget,
+    Price,
+    PriceTable,
+    ScopedSearchFunction,
+    cache_policy,
+    make_provider,
+)
 from config.loader import LoadedConfig
-
-
-def make_provider(kind: str, *, api_key: str | None, base_url: str | None, timeout: float) -> Provider:
-    # Each SDK takes seconds to import here: only the providers in use are loaded.
-    if kind == "anthropic":
-        from agent.providers.anthropic_messages import AnthropicProvider
-
-        return AnthropicProvider(api_key=api_key, base_url=base_url, timeout=timeout)
-    from agent.providers.openai_chat import OpenAIProvider
-
-    return OpenAIProvider(api_key=api_key, base_url=base_url, timeout=timeout)
 
 
 def _target(kind: str, name: str, api_key: str | None, base_url: str | None, timeout: float) -> ModelTarget:

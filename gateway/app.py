@@ -27,7 +27,7 @@ import structlog
 
 from adapters.contract import AccessPolicy, Adapter, AdapterState, InboundMessage
 from adapters.http_listener import ListenError, ListenerLimits
-from agent.core import Agent
+from agent import Agent
 from config.loader import LoadedConfig
 from gateway.access import AccessControl
 from gateway.command_handlers import CommandHandlers

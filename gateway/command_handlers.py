@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 
 from adapters.contract import InboundMessage
-from agent.memory_scopes import MemoryBank
+from agent import MemoryBank
 from gateway.access import AccessControl
 from gateway.commands import HELP_TEXT, Command
 from gateway.conversations import Conversations

@@ -14,10 +14,9 @@ everyone shared, or stored a DM without its user.
 
 Each open session has an :class:`agent.core.AgentSession` (compressor state,
 cache-TTL advisor) and its history as the agent's messages; for the most
-recently used sessions both are kept, so a turn converts only the messages
-stored since the previous one (converting and estimating a whole history on
-every turn was a tenth of the event loop's time per turn in the gateway
-benchmark). The rest are rebuilt from storage when needed.
+recently used sessions both are kept, so a turn converts and estimates only
+the messages stored since the previous one, not the whole history. The rest
+are rebuilt from storage when needed.
 """
 
 from __future__ import annotations
@@ -30,9 +29,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from agent.core import Agent, AgentSession
-from agent.memory_scopes import holds_legacy_memory
-from agent.messages import ChatMessage
+from agent import Agent, AgentSession, ChatMessage, holds_legacy_memory
 from config.models import SessionsConfig
 from gateway.convert import to_chat, to_new
 from gateway.memory_scope import scope_for_key, scope_for_record
@@ -45,9 +42,8 @@ MAX_CACHED_AGENT_SESSIONS = 4096
 """Conversations whose agent state and converted history stay in memory, least recently used out.
 
 Sized for a busy gateway: with more sessions taking turns than this, every turn rebuilds its
-agent state and converts its whole history again (at 1,000 sessions taking turns in rotation
-and a bound of 512, that was half the event loop's time per turn). An entry is a few KB plus
-one small object per message (the text itself is shared with the store's cache).
+agent state and converts its whole history again. An entry is a few KB plus one small object
+per message (the text itself is shared with the store's cache).
 """
 
 

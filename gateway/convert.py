@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from agent.messages import ChatMessage, ToolCall
-from agent.tokens import estimate_message
+from agent import ChatMessage, ToolCall, estimate_message
 from storage import MessageRecord, NewMessage, ToolCallRecord
 
 

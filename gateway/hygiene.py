@@ -23,8 +23,7 @@ from typing import Literal
 
 import structlog
 
-from agent.compressor import CompressionResult, ContextEngine
-from agent.messages import ChatMessage
+from agent import ChatMessage, CompressionResult, ContextEngine
 
 log = structlog.get_logger("gateway.hygiene")
 

@@ -67,7 +67,7 @@ _last_second: list[tuple[int, str]] = [(-1, "")]
 
 def utc_stamp(created: float) -> str:
     """``2026-11-22T10:00:00.123Z``: as ``datetime``'s ISO format to the millisecond, with the text of the
-    current second formatted once (a line's timestamp was a few per cent of the cost of writing it)."""
+    current second formatted once per second rather than once per line."""
     fraction, whole = math.modf(created)
     micros = round(fraction * 1_000_000)  # rounded as datetime.fromtimestamp rounds
     if micros >= 1_000_000:
@@ -255,7 +255,7 @@ class RedactingFormatter(structlog.stdlib.ProcessorFormatter):
 
     A line of our own (structlog's event dict, passed on by ``wrap_for_formatter``) is rendered
     from a copy of that dict straight away; the base class also copies the whole record and runs
-    the stdlib formatting on it, which our lines never use (a sixth of the cost of a line).
+    the stdlib formatting on it, work our lines would pay for and never use.
     Library records take the base class's way.
     """
 
@@ -287,8 +287,8 @@ def _formatter(fmt: str) -> RedactingFormatter:
 class _BoundLogger(structlog.stdlib.BoundLogger):
     """Debug and info lines below the configured level are dropped before any processor runs.
 
-    (structlog drops them in its first processor, ``filter_by_level``, by raising an exception: a
-    few microseconds for a line nobody sees, several times per turn.) Only while that processor
+    (structlog drops them in its first processor, ``filter_by_level``, by raising and catching an
+    exception: work for a line nobody sees, several times per turn.) Only while that processor
     leads the chain: ``structlog.testing.capture_logs`` replaces the chain and sees every line.
     """
 
@@ -345,9 +345,8 @@ def configure_logging(
     logging.logProcesses = False
     logging.logMultiprocessing = False
     # Module loggers (``structlog.get_logger(...)`` at import) are lazy proxies that would assemble a
-    # new bound logger on every call (measured: a tenth of the event loop's time per turn in the
-    # gateway benchmark, even for lines below the level); cached on first use they do it once. A
-    # cached logger keeps the processor list it was built with, so that list is changed in place,
+    # new bound logger on every call, even for lines below the level; cached on first use they do it
+    # once. A cached logger keeps the processor list it was built with, so that list is changed in place,
     # never replaced (structlog's own ``capture_logs`` does the same for the same reason).
     processors = structlog.get_config()["processors"]
     processors[:] = [
@@ -410,8 +409,8 @@ def bind(**fields: Any) -> AbstractContextManager[None]:
 
 
 class _Bound(AbstractContextManager[None]):
-    """structlog's ``bound_contextvars`` without its generator: a turn enters one of these, and the
-    generator-based version cost more than twice as much (9 us against 4 us)."""
+    """structlog's ``bound_contextvars`` as a plain class: every turn enters one, so it is spared the
+    generator machinery of a ``contextmanager``."""
 
     __slots__ = ("_fields", "_tokens")
 

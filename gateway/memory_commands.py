@@ -29,8 +29,7 @@ from collections.abc import Callable
 import structlog
 
 from adapters.contract import ChatType, InboundMessage
-from agent.memory import MemoryStore, MemoryTarget
-from agent.memory_scopes import MemoryBank, MemoryScope
+from agent import MemoryBank, MemoryScope, MemoryStore, MemoryTarget
 from gateway.commands import Command
 from gateway.conversations import Conversations
 from gateway.lanes import Lanes

@@ -31,7 +31,7 @@ from pathlib import Path
 import structlog
 
 from adapters.contract import ChatType
-from agent.memory_scopes import MemoryScope, move_legacy
+from agent import MemoryScope, move_legacy
 from gateway.session_key import SessionKey
 from storage import SearchOwner, SessionRecord
 

@@ -2,9 +2,8 @@
 
 The figures are kept in plain attributes and dicts and handed to prometheus-client only when
 /metrics is scraped, by a collector (prometheus-client's documented way to expose figures kept
-elsewhere). Its own metric objects take a lock on every update, as they must for threads: about
-0.5 us an increment and 1.1 us an observation, and a turn makes a dozen of them. Every update
-here happens on the event loop's thread, so none needs a lock.
+elsewhere). Its own metric objects take a lock on every update, as they must for threads, and a
+turn makes a dozen updates. Every update here happens on the event loop's thread, so none needs a lock.
 
 Each gateway has its own registry, so tests (and several gateways in one process) never collide
 on metric names.

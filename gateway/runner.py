@@ -21,7 +21,7 @@ import structlog
 
 from adapters.contract import AccessPolicy, Adapter, AdapterError
 from adapters.http_listener import ListenError
-from agent.memory_scopes import MemoryScope
+from agent import MemoryScope
 from config.loader import LoadedConfig
 from config.plan import build_plan
 from gateway.adapter_loader import load_adapters
@@ -117,26 +117,17 @@ GC_THRESHOLDS = (50_000, 4, 10)
 """Collect the young generation after 50,000 net new container objects instead of 700, the middle
 generation after every 4th young collection. A turn allocates a few hundred such objects
 (messages, records, futures, tasks), most freed again within the turn: at the default the
-collector ran every few turns and walked objects that were about to go anyway. Measured at the
-gateway benchmark's full size (1,000 chats x 20 turns, closed loop, a process each, 3 pairs
-alternating): (10,000, 2, 10) spent 2.9 - 3.0 s in the collector (about 115 young, 38 middle and
-4 full collections) and 10.4 - 11.1 s of CPU for 1,947 - 2,060 turns/s; (50,000, 4, 10) spent
-1.0 - 1.1 s (15, 2 - 3 and 1) and 7.5 - 8.5 s of CPU for 2,533 - 2,855 turns/s, its longest pause
-about 100 ms instead of about 170. Peak RSS was the same (159 MB). (100,000, 4, 10) saved a little
-more time but doubled the longest full collection in a full benchmark run (165 against 76 ms)."""
+collector runs every few turns and walks objects that are about to go anyway. Higher thresholds
+still would make the rare full collection pause longer for little gain."""
 
 
 SWITCH_INTERVAL = 0.002
 """Seconds a thread that wants the GIL waits before the one running Python must hand it over (default 5 ms).
 
 The storage writer's thread needs the GIL back after every SQLite statement, and under load the
-event loop is always running Python: each statement of a write transaction then waited up to the
-full interval, so a transaction took tens of ms, and the turns awaiting it waited as long. Measured
-at the gateway benchmark's full size (closed loop, intervals alternating in one process): in 5
-rounds that ran both, 2 ms gave 2,546 / 2,369 / 2,237 / 2,267 / 1,963 turns/s against 5 ms's
-2,099 / 2,095 / 2,097 / 1,961 / 1,890; 1 ms was about the same as 2 ms (2,412 / 2,420 / 2,337
-against 2,201 / 2,228 / 2,290 in another run); 0.5 ms was no better than 5 ms. The storage
-benchmark (no event-loop load besides the appends) showed no difference."""
+event loop is always running Python: each statement of a write transaction then waits up to the
+full interval, so a transaction takes tens of ms, and the turns awaiting it wait as long. A shorter
+interval hands the GIL back sooner; a much shorter one only adds switches."""
 
 
 def settle_runtime() -> None:
@@ -149,10 +140,8 @@ def settle_heap() -> None:
     """Set the garbage collector up for a long-running gateway, once it is up.
 
     What start-up allocated (modules, configuration, clients) lives as long as the process:
-    collected once and frozen (``gc.freeze``), later full collections skip it. Then the
-    thresholds above. Measured with the gateway benchmark: the collector's longest pause 20 ms
-    instead of 43 ms, and about a fifth less event-loop CPU per turn (collections had been
-    running every few turns).
+    collected once and frozen (``gc.freeze``), so later full collections skip it and pause for
+    less. Then the thresholds above, so that collections no longer run every few turns.
     """
     gc.collect()
     gc.freeze()

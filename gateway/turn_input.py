@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from adapters.contract import ChatType, InboundMessage
-from agent.prompt import combine_ephemeral
+from agent import combine_ephemeral
 from gateway.conversations import Conversation
 
 EVENT_TAG_PREFIX = "events:"

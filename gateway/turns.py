@@ -32,11 +32,7 @@ from typing import Any
 import structlog
 
 from adapters.contract import Adapter, InboundMessage
-from agent.compressor import CompressionResult
-from agent.errors import ModelUnavailableError
-from agent.messages import ChatMessage
-from agent.providers.base import ModelResponse
-from agent.tokens import estimate_message
+from agent import ChatMessage, CompressionResult, ModelResponse, ModelUnavailableError, estimate_message
 from config.models import CompressionConfig
 from gateway import hygiene
 from gateway.conversations import Conversation, Conversations
@@ -279,8 +275,8 @@ class TurnRunner:
         Only the messages since the second most recent user message are looked at: every turn
         repairs its history before it runs, so anything older was repaired then, and a turn that
         crashed left its calls after its own user message (the last one when the turn is resumed,
-        the one before it when a new message came first). Reading the whole history every turn
-        made a long session's turns slower and slower.
+        the one before it when a new message came first). So a turn's repair does not grow with
+        the session's length.
         """
         tail = history[_recent_turns_start(history) :]
         answered = {m.tool_call_id for m in tail if m.role == "tool"}

@@ -28,7 +28,7 @@ class _Typing(AbstractAsyncContextManager[None]):
     The task is cancelled when the block ends, not waited for: a cancelled task sends nothing
     more (it stops at its next await, and one never started never runs), and every turn would
     otherwise wait a round of the event loop for it. (A class, not ``asynccontextmanager``:
-    every turn enters one, and the generator machinery cost as much as the indicator itself.)
+    every turn enters one, so it is spared the generator machinery.)
     """
 
     __slots__ = ("_adapter", "_chat_id", "_every", "_task", "_thread_id")

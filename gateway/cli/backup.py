@@ -42,7 +42,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent.memory import LOCK_FILE, make_private_dirs
 from config.errors import ConfigError
 from config.inline_secrets import MaskedConfig, mask_inline_secrets
 from config.loader import LoadedConfig
@@ -156,6 +155,8 @@ def _copy_memories(source: Path, target: Path) -> list[str]:
     Each folder is copied under its own lock, so its MEMORY.md and USER.md are of one moment.
     Dot files (the lock, temporary files) are left out.
     """
+    from agent import MEMORY_LOCK_FILE, make_private_dirs  # not at the top: every CLI start loads this module
+
     target.mkdir(mode=0o700)
     if not source.is_dir():
         return []
@@ -163,7 +164,7 @@ def _copy_memories(source: Path, target: Path) -> list[str]:
     copied: list[str] = []
     for folder in folders:
         relative = folder.relative_to(source)
-        with _shared_lock(folder / LOCK_FILE):  # the lock MemoryStore takes for every write
+        with _shared_lock(folder / MEMORY_LOCK_FILE):  # the lock MemoryStore takes for every write
             names = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
             if names:
                 make_private_dirs(target / relative)
@@ -250,6 +251,8 @@ def _restore_path(backup: Path, live: Path) -> str:
         os.replace(live, _kept(live))
         note = f"; the previous {'ones are in' if backup.is_dir() else 'one is'} {_kept(live).name}"
     if backup.is_dir():
+        from agent import make_private_dirs  # not at the top: every CLI start loads this module
+
         live.mkdir(mode=0o700)
         files = sorted(p.relative_to(backup) for p in backup.rglob("*") if p.is_file())
         for relative in files:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from agent.errors import ErrorKind, ProviderError
-from agent.messages import ChatMessage
-from agent.providers.base import ModelRequest
+from agent import ChatMessage, ErrorKind, ModelRequest, ProviderError, make_provider
 from config import LoadedConfig
 from gateway.doctor.results import Check
 
@@ -15,9 +13,6 @@ MAX_WAIT: Final = 30.0
 
 
 async def model_check(loaded: LoadedConfig) -> Check:
-    # Imported here: the provider modules load their SDK, which takes seconds.
-    from gateway.agent_factory import make_provider
-
     model = loaded.settings.model
     endpoint = model.base_url or f"the {model.provider} API"
     provider = make_provider(model.provider, api_key=model.api_key, base_url=model.base_url,

@@ -104,3 +104,13 @@ def test_no_command_prints_help(tmp_path: Path) -> None:
     done = switchboard(home=tmp_path)
     assert done.returncode == 2
     assert "usage: switchboard" in done.stdout
+
+
+def test_the_command_line_starts_without_loading_the_agent(tmp_path: Path) -> None:
+    # Every command builds the whole parser, so its modules are loaded at each start; the agent
+    # package (imported whole, through its surface) is loaded by the commands that use it.
+    script = "import sys\nimport gateway.cli\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'agent'))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, env=clean_env(tmp_path), capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr
