@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter
@@ -35,6 +36,8 @@ from tests.gateway.conftest import GatewayFactory, write_config
 from tests.gateway.processes import REPO, clean_env
 from tests.gateway.processes import terminate
 from tests.gateway.processes import until as wait_until
+
+pytestmark = pytest.mark.timeout(300)  # starts the real gateway process, several times: slow on a busy machine
 
 CHATS = 20
 PER_CHAT = 10

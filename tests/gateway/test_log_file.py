@@ -30,6 +30,8 @@ from tests.fakes.telegram_api.builders import Chat, User
 from tests.gateway.conftest import spoken
 from tests.gateway.processes import REPO, clean_env, switchboard, terminate, until
 
+pytestmark = pytest.mark.timeout(300)  # starts the real gateway process, several times: slow on a busy machine
+
 HANG_GUARD = 120.0
 ALICE = User(id=4242, first_name="Alice")
 OTHERS = [User(id=4300 + n, first_name=f"User {n}") for n in range(3)]

@@ -11,12 +11,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from config import load_config
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import TelegramAPI
 from tests.fakes.telegram_api.builders import Chat, User
 from tests.gateway.conftest import spoken
 from tests.gateway.processes import REPO, clean_env, switchboard, terminate, until
+
+pytestmark = pytest.mark.timeout(300)  # starts the real gateway process, several times: slow on a busy machine
 
 NUMERIC_IDS = """\
 platforms:

@@ -27,6 +27,8 @@ from tests.gateway.conftest import write_config
 from tests.gateway.processes import REPO, clean_env, switchboard, terminate, until
 from tests.waiting import eventually
 
+pytestmark = pytest.mark.timeout(300)  # starts the real gateway process, several times: slow on a busy machine
+
 HANG_GUARD = 120.0
 
 

@@ -29,11 +29,15 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import BotMessage, TelegramAPI, User
 from tests.gateway.conftest import write_config
 from tests.gateway.processes import REPO, clean_env
 from tests.gateway.processes import until as wait_until
+
+pytestmark = pytest.mark.timeout(300)  # starts the real gateway process, several times: slow on a busy machine
 
 CHATS = 20
 PER_CHAT = 10

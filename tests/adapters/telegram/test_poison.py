@@ -17,6 +17,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import pytest
 from structlog.testing import capture_logs
 
 from adapters.telegram import TelegramAdapter, TelegramSettings
@@ -28,6 +29,8 @@ from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import TelegramAPI, User
 from tests.gateway.conftest import write_config
 from tests.gateway.processes import terminate, until
+
+pytestmark = pytest.mark.timeout(300)  # starts the real gateway process, several times: slow on a busy machine
 
 STRANGER = User(id=6666, first_name="Mallory")
 HALF = "\ud800"
