@@ -9,8 +9,9 @@ from adapters.base import AdapterError, AdapterState
 from adapters.discord import DiscordAdapter
 from adapters.discord.adapter import DiscordSettings
 from adapters.discord.supervisor import Backoff
-from tests.adapters.discord.conftest import ALICE, Collected, StartGateway, eventually
+from tests.adapters.discord.conftest import ALICE, Collected, StartGateway
 from tests.fakes.discord_api import MESSAGE_CONTENT_INTENT, DiscordEmulator
+from tests.waiting import eventually
 
 
 def adapter_for(emulator: DiscordEmulator, **settings: object) -> DiscordAdapter:

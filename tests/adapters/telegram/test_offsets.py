@@ -17,8 +17,9 @@ from adapters.base import AdapterState
 from adapters.telegram import TelegramAdapter, TelegramSettings
 from adapters.telegram.polling import PollingSettings
 from gateway.events import ChatType, InboundMessage
-from tests.adapters.telegram.conftest import ALICE, eventually
+from tests.adapters.telegram.conftest import ALICE
 from tests.fakes.telegram_api import Chat, TelegramAPI
+from tests.waiting import eventually
 
 
 class SlowIntake:

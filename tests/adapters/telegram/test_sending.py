@@ -6,10 +6,11 @@ import pytest
 
 from adapters.base import DeliveryError, RecipientUnavailable, TransientDeliveryError
 from gateway.events import Markup, OutboundMessage
-from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram, eventually
+from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import Chat, Failure, TelegramAPI, utf16_length
 from tests.gateway.conftest import settled
+from tests.waiting import eventually
 
 
 def long_reply() -> str:
