@@ -8,6 +8,7 @@ from collections.abc import Callable
 from structlog.testing import capture_logs
 
 from adapters.telegram import TelegramAdapter
+from adapters.telegram.polling import PollingSettings
 from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram, TelegramRun
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import Call, Failure, TelegramAPI
@@ -132,3 +133,10 @@ async def test_health_is_running_again_on_the_first_getupdates_that_works_not_af
     errors = [entry for entry in logs if entry["event"] == "telegram.polling.error"]
     assert len(errors) == 2
     assert any(entry["event"] == "telegram.polling.recovered" for entry in logs)
+
+
+def test_the_pause_stays_at_its_ceiling_through_a_long_outage() -> None:
+    """Failures are counted for as long as an outage lasts (1,025 of them at 60 s is 17 hours): the pause
+    stays at its ceiling instead of the formula overflowing and ending the polling loop."""
+    settings = PollingSettings()
+    assert 0.75 * settings.retry_max <= settings.backoff(1025) <= settings.retry_max
