@@ -5,8 +5,7 @@
     AgentError
     ├── ProviderError            a model call failed (kind, status, retry_after, what it billed)
     │   └── ContextTooLongError  the prompt does not fit the model's window
-    ├── ModelUnavailableError    every configured model failed; the text is fit for the user
-    └── TurnCancelled            the turn was stopped (/stop, shutdown)
+    └── ModelUnavailableError    every configured model failed; the text is fit for the user
 """
 
 from __future__ import annotations
@@ -88,7 +87,3 @@ class ModelUnavailableError(AgentError):
         super().__init__(user_message)
         self.user_message = user_message
         self.causes = causes
-
-
-class TurnCancelled(AgentError):
-    """The turn was cancelled before it finished."""

@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import structlog
+from tenacity import RetryCallState, wait_exponential
 
 from adapters.contract import (
     Adapter,
@@ -406,7 +407,9 @@ class Delivery:
         self._not_before.pop(chat, None)
 
     async def _backoff(self, record: OutboxRecord, attempt: int, error: DeliveryError) -> None:
-        delay = min(self._policy.base_delay * 2 ** (attempt - 1), self._policy.max_delay)
+        state = RetryCallState(None, None, (), {})  # type: ignore[arg-type]  # the formula reads the attempt only
+        state.attempt_number = attempt
+        delay = wait_exponential(multiplier=self._policy.base_delay, max=self._policy.max_delay)(state)
         self._metrics.delivery_retries.inc(record.platform, "transient")
         log.warning("delivery.retry", platform=record.platform, chat=record.chat_id, attempt=attempt,
                     delay_s=delay, error=str(error))  # fmt: skip

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Final
 
 import structlog
+from tenacity import RetryCallState, wait_exponential
 
 from adapters.contract import InboundMessage
 from gateway.database_health import DatabaseHealth
@@ -70,7 +71,9 @@ class TurnRetryPolicy:
     """The longest pause between two tries."""
 
     def pause(self, failures: int) -> float:
-        return min(self.max_pause, FIRST_PAUSE * 2 ** (failures - 1))
+        state = RetryCallState(None, None, (), {})  # type: ignore[arg-type]  # the formula reads the attempt only
+        state.attempt_number = failures
+        return wait_exponential(multiplier=FIRST_PAUSE, max=self.max_pause)(state)
 
 
 class TurnRetry:

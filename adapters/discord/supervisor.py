@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import discord
 import structlog
+from tenacity import RetryCallState, wait_exponential
 
 from adapters.discord.preflight import unrecoverable
 
@@ -37,7 +38,9 @@ class Backoff:
 
     def delay(self, attempt: int) -> float:
         """Full jitter: a random wait up to the doubled delay, so restarts of many bots do not line up."""
-        ceiling = min(self.limit, self.first * 2 ** max(0, attempt - 1))
+        state = RetryCallState(None, None, (), {})  # type: ignore[arg-type]  # the formula reads the attempt only
+        state.attempt_number = max(attempt, 1)
+        ceiling = wait_exponential(multiplier=self.first, max=self.limit)(state)
         return random.uniform(ceiling / 2, ceiling)
 
 

@@ -36,6 +36,7 @@ from typing import Any
 import structlog
 from aiogram import Bot
 from aiogram.exceptions import ClientDecodeError, TelegramAPIError, TelegramConflictError, TelegramUnauthorizedError
+from tenacity import RetryCallState, wait_exponential
 
 from adapters.contract import AdapterState, Intake
 
@@ -63,7 +64,9 @@ class PollingSettings:
 
     def backoff(self, attempt: int) -> float:
         """Growing pause for the ``attempt``-th failure in a row, with jitter so restarts spread out."""
-        delay = min(self.retry_base * 2 ** max(attempt - 1, 0), self.retry_max)
+        state = RetryCallState(None, None, (), {})  # type: ignore[arg-type]  # the formula reads the attempt only
+        state.attempt_number = max(attempt, 1)
+        delay = wait_exponential(multiplier=self.retry_base, max=self.retry_max)(state)
         return round(delay * random.uniform(0.75, 1.0), 2)
 
 

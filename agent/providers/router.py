@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
 import structlog
+from tenacity import RetryCallState, wait_exponential
 
 from agent.caching import CachePolicy
 from agent.errors import ContextTooLongError, ErrorKind, ModelUnavailableError, ProviderError
@@ -47,7 +48,9 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: float | None, rand: float) -> float:
         if retry_after is not None:
             return retry_after + rand * self.jitter
-        backoff = min(self.base_delay * 2 ** (attempt - 1), self.max_delay)
+        state = RetryCallState(None, None, (), {})  # type: ignore[arg-type]  # the formula reads the attempt only
+        state.attempt_number = attempt
+        backoff = wait_exponential(multiplier=self.base_delay, max=self.max_delay)(state)
         return backoff + rand * self.jitter * backoff
 
 

@@ -34,11 +34,6 @@ def measure(text: str, unit: str) -> int:
     raise ValueError(f"unknown length unit {unit!r}; expected 'chars' or 'utf16'")
 
 
-def char_cost(char: str, unit: str) -> int:
-    """Length of one code point in ``unit``."""
-    return 2 if unit == "utf16" and ord(char) > 0xFFFF else 1
-
-
 @lru_cache(maxsize=4096)
 def _clings(char: str) -> bool:
     """True for code points that attach to the character before them."""

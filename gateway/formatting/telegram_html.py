@@ -15,9 +15,6 @@ from adapters.contract import Markup
 from gateway.formatting.dialect import Dialect, Stack
 from gateway.formatting.layout import Kind, Wrap, WrapKind
 
-ALLOWED_TAGS: Final = frozenset({"b", "i", "s", "code", "pre", "a", "blockquote", "tg-spoiler"})
-"""The tags this dialect ever writes (a subset of what Telegram accepts)."""
-
 _ESCAPES: Final = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 _HREF_ESCAPES: Final = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
 _EMPHASIS: Final = frozenset({WrapKind.BOLD, WrapKind.ITALIC, WrapKind.STRIKE, WrapKind.SPOILER})
@@ -30,11 +27,6 @@ _SIMPLE: Final = {
     WrapKind.SPOILER: "tg-spoiler",
     WrapKind.CODE: "code",
 }
-
-
-def escape_html(text: str) -> str:
-    """Escape ``&``, ``<`` and ``>`` for Telegram HTML text."""
-    return text.translate(_ESCAPES)
 
 
 class TelegramHTML(Dialect):

@@ -14,6 +14,8 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Final
 
+from tenacity import RetryCallState, wait_exponential
+
 __all__ = ["DEFAULT_RETRY", "RetryPolicy", "is_busy"]
 
 _SQLITE_BUSY: Final = 5
@@ -50,7 +52,9 @@ class RetryPolicy:
 
     def delay(self, failed_attempts: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after ``failed_attempts`` failures: half fixed, half random."""
-        ceiling = min(self.max_delay, self.first_delay * (2 ** (failed_attempts - 1)))
+        state = RetryCallState(None, None, (), {})  # type: ignore[arg-type]  # the formula reads the attempt only
+        state.attempt_number = failed_attempts
+        ceiling = wait_exponential(multiplier=self.first_delay, max=self.max_delay)(state)
         draw = (rng or random).random()
         return ceiling / 2 + draw * ceiling / 2
 

@@ -31,6 +31,7 @@ from tests.adapters.telegram.conftest import ALICE, StartTelegram, start_telegra
 from tests.adapters.telegram.test_webhook import free_port, webhook_config
 from tests.fakes.slack_api import post_signed
 from tests.fakes.telegram_api import TelegramAPI
+from tests.waiting import eventually
 
 HANG_GUARD = 30.0
 """Bounds every wait, only so that a broken server fails the test instead of hanging it."""
@@ -84,9 +85,8 @@ def listener_at(url: str, answered: Callable[[], Awaitable[None]]) -> Listener:
 async def telegram_delivered(api: TelegramAPI) -> None:
     """Telegram (the emulator, with aiogram's request shape and the secret) delivers an update; it retries until 200."""
     update = await api.say(ALICE, "a real update")
-    async with asyncio.timeout(HANG_GUARD):
-        while (update["update_id"], 200) not in api.webhook_deliveries:
-            await asyncio.sleep(0.05)
+    await eventually(lambda: (update["update_id"], 200) in api.webhook_deliveries, "the update delivered with a 200",
+                     timeout=HANG_GUARD)  # fmt: skip
 
 
 async def slack_answered(url: str) -> None:
@@ -110,12 +110,13 @@ async def health_answered(url: str) -> None:
 
 async def until_answered(attempt: Callable[[], Awaitable[bool]]) -> None:
     """Try again while the listener refuses (503) or drops the connection; it has to answer in the end."""
-    async with asyncio.timeout(HANG_GUARD):
-        while True:
-            with contextlib.suppress(aiohttp.ClientError):
-                if await attempt():
-                    return
-            await asyncio.sleep(0.05)
+
+    async def answered() -> bool:
+        with contextlib.suppress(aiohttp.ClientError):
+            return await attempt()
+        return False
+
+    await eventually(answered, "the listener to answer", timeout=HANG_GUARD, interval=0.05)
 
 
 @contextlib.asynccontextmanager
@@ -146,7 +147,7 @@ async def trickle(writer: asyncio.StreamWriter) -> None:
         while True:
             writer.write(b"a")
             await writer.drain()
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.2)  # the slow client's pace, part of the scenario
 
 
 def request_head(listener: Listener, *headers: str) -> bytes:

@@ -281,15 +281,16 @@ async def test_nothing_to_compress_leaves_messages_alone() -> None:
 
 
 async def test_a_second_compaction_while_one_runs_is_refused() -> None:
-    release = asyncio.Event()
+    summarising, release = asyncio.Event(), asyncio.Event()
 
     async def slow(request: SummaryRequest) -> str:
+        summarising.set()
         await release.wait()
         return "## Goal\nnotes"
 
     compressor = ContextCompressor(20_000, protect_last_n=4, summarizer=slow, estimate=estimate)
     first = asyncio.create_task(compressor.compress(conversation(20)))
-    await asyncio.sleep(0)
+    await summarising.wait()  # the first compaction is under way
     second = await compressor.compress(conversation(20))
     release.set()
     assert second.reason == "busy" and not second.compacted

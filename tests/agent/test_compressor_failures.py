@@ -109,7 +109,7 @@ async def test_an_empty_summary_counts_as_a_failure() -> None:
 
 async def test_a_hanging_summary_model_times_out() -> None:
     async def hang(request: SummaryRequest) -> str:
-        await asyncio.sleep(10)
+        await asyncio.Event().wait()  # a summary model that never answers
         return "never"
 
     compressor = ContextCompressor(20_000, protect_last_n=4, summarizer=hang, estimate=estimate, summary_timeout_s=0.01)

@@ -20,6 +20,7 @@ from agent.providers.router import ModelRouter, ModelTarget, RetryPolicy
 from agent.summarizer import SUMMARIZER_SYSTEM, ModelSummarizer
 from agent.tokens import estimate_message
 from tests.fakes.model_server import ContextTooLong, ModelServer, RequestRecord, Text, ToolCalls, ToolUse
+from tests.waiting import eventually
 
 MODEL = "claude-sonnet-4-6"
 
@@ -68,12 +69,14 @@ async def provider(model_server: ModelServer) -> AsyncIterator[AnthropicProvider
     await instance.aclose()
 
 
-def make_loop(provider: AnthropicProvider, *, context_length: int = 200_000, **settings: float) -> ToolLoop:
+def make_loop(
+    provider: AnthropicProvider, *, context_length: int = 200_000, tools: Tools | None = None, **settings: float
+) -> ToolLoop:
     router = ModelRouter([ModelTarget(provider, MODEL, CachePolicy(True, True))], RetryPolicy(max_attempts=1))
     engine = ContextCompressor(
         context_length, protect_last_n=4, summarizer=ModelSummarizer(router), estimate=estimate_message
     )
-    return ToolLoop(router, engine, Tools(), estimate=estimate_message, settings=LoopSettings(**settings))  # type: ignore[arg-type]
+    return ToolLoop(router, engine, tools or Tools(), estimate=estimate_message, settings=LoopSettings(**settings))  # type: ignore[arg-type]
 
 
 def start(*turns: ChatMessage) -> list[ChatMessage]:
@@ -127,11 +130,9 @@ async def test_step_budget_ends_with_a_reply_that_may_not_call_tools(
 
 async def test_cancel_leaves_no_call_without_a_result(provider: AnthropicProvider, model_server: ModelServer) -> None:
     model_server.script(ToolUse("hang"))
-    recorder = Recorder()
-    task = asyncio.create_task(make_loop(provider).run(start(ChatMessage.user("go")), observer=recorder))
-    while not recorder.messages:
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
+    recorder, tools = Recorder(), Tools()
+    task = asyncio.create_task(make_loop(provider, tools=tools).run(start(ChatMessage.user("go")), observer=recorder))
+    await eventually(lambda: tools.started == ["hang"], "the tool call to start")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -3,9 +3,7 @@ fake model server, and the loopback adapter in place of a platform."""
 
 from __future__ import annotations
 
-import asyncio
 import re
-
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ from gateway.runner import search_function
 from storage import RetryPolicy, Store
 from tests.fakes.adapter import LoopbackAdapter
 from tests.fakes.model_server import ModelServer
+from tests.waiting import eventually
 
 
 @dataclass
@@ -99,9 +98,28 @@ def spoken(user_text: str) -> str:
     return SENDER.sub("", GATEWAY_NOTE.sub("", user_text).strip())
 
 
+async def handled(store: Store) -> None:
+    """Wait until every accepted message is handled: answered, ignored, or given up."""
+
+    async def none_unfinished() -> bool:
+        return not await store.inbox_unfinished()
+
+    await eventually(none_unfinished, "every accepted message to be handled")
+
+
+async def delivered(store: Store) -> None:
+    """Wait until every reply chunk is delivered or given up (the mark lands just after the adapter returns)."""
+
+    async def none_pending() -> bool:
+        return not await store.outbox_pending()
+
+    await eventually(none_pending, "every reply chunk to be delivered or given up")
+
+
 async def settled(store: Store) -> None:
-    """Wait until every accepted message is answered and every reply chunk delivered or given up
-    (the timeout only stops a hang)."""
-    async with asyncio.timeout(30):
-        while await store.inbox_unfinished() or await store.outbox_pending():
-            await asyncio.sleep(0.02)
+    """Wait until every accepted message is answered and every reply chunk delivered or given up."""
+
+    async def nothing_left() -> bool:
+        return not (await store.inbox_unfinished() or await store.outbox_pending())
+
+    await eventually(nothing_left, "every message handled and every reply chunk delivered")

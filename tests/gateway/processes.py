@@ -8,9 +8,9 @@ import signal
 import re
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from tests.waiting import eventually_sync
 
 REPO = Path(__file__).resolve().parents[2]
 CREDENTIAL_VARIABLES = (
@@ -46,30 +46,14 @@ def switchboard(*args: str, home: Path, **env: str) -> subprocess.CompletedProce
 
 
 def wait_for_log(path: Path, pattern: str, *, process: subprocess.Popen[str], limit: float = 120.0) -> re.Match[str]:
-    """Poll a log file until a line matches; fails early if the process dies. The limit only stops a hang."""
+    """The first line of a log file that matches; fails early if the process dies. The limit only stops a hang."""
     regex = re.compile(pattern)
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                match = regex.search(line)
-                if match:
-                    return match
-        if process.poll() is not None:
-            raise AssertionError(f"process exited with {process.returncode} before logging {pattern!r}")
-        time.sleep(0.05)
-    raise AssertionError(f"no log line matched {pattern!r} within {limit}s")
 
+    def matched() -> re.Match[str] | None:
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        return next((match for line in lines if (match := regex.search(line))), None)
 
-async def until(predicate: Callable[[], bool], process: subprocess.Popen[bytes], what: str, *, limit: float) -> None:
-    """Wait for ``predicate()`` while ``process`` lives; ``limit`` (seconds) only stops a hang."""
-    deadline = time.monotonic() + limit
-    while not predicate():
-        if process.poll() is not None:
-            raise AssertionError(f"the gateway exited with {process.returncode} while waiting for {what}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what} after {limit:g}s")
-        await asyncio.sleep(0.02)
+    return eventually_sync(matched, f"a log line matching {pattern!r}", process=process, timeout=limit, interval=0.05)
 
 
 async def terminate(process: subprocess.Popen[bytes], *, limit: float) -> int:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from tests.fakes.model_server import ModelServer, RequestRecord, Text, Timeout
 from tests.gateway.conftest import GatewayFactory, Running
+from tests.waiting import eventually
 
 
 def is_summary(record: RequestRecord) -> bool:
@@ -69,8 +68,7 @@ async def test_commands_are_answered_while_a_turn_runs(start_gateway: GatewayFac
     running = await start_gateway()
     model_server.script(Timeout(seconds=3))
     await running.adapter.inject("slow one")
-    while not model_server.requests:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: model_server.requests, "the model to be asked")
     await running.adapter.inject("/status")
     (status,) = await running.adapter.wait_sent(1)
     assert "Now: answering now" in status.text
@@ -84,10 +82,8 @@ async def fill_a_long_conversation(running: Running, model_server: ModelServer) 
 
 
 async def turns_finished(running: Running) -> None:
-    """Wait until no turn runs: a turn finishes just after its reply is sent (the timeout only stops a hang)."""
-    async with asyncio.timeout(30):
-        while running.gateway.lanes.running():
-            await asyncio.sleep(0.02)
+    """Wait until no turn runs: a turn finishes just after its reply is sent."""
+    await eventually(lambda: not running.gateway.lanes.running(), "every turn to finish")
 
 
 async def test_a_message_sent_during_compress_lands_in_the_summarised_session(
@@ -98,9 +94,7 @@ async def test_a_message_sent_during_compress_lands_in_the_summarised_session(
     await fill_a_long_conversation(running, model_server)
     model_server.responder = lambda r: Timeout(seconds=1.0) if is_summary(r) else Text("noted")
     await running.adapter.inject("/compress")
-    async with asyncio.timeout(30):
-        while not any(is_summary(r) for r in model_server.requests):
-            await asyncio.sleep(0.01)
+    await eventually(lambda: any(is_summary(r) for r in model_server.requests), "the summary to be asked for")
     await running.adapter.inject("one more thing")  # arrives while the summary is being written
     await running.adapter.wait_sent(8)
     assert running.adapter.texts()[6].startswith("Summarised ") and running.adapter.texts()[7] == "noted"

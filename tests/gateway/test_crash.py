@@ -26,15 +26,18 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.relay_platform import RelayPlatform, Sent
-from tests.gateway.conftest import GatewayFactory, write_config
+from tests.gateway.conftest import GatewayFactory, handled, write_config
 from tests.gateway.processes import REPO, clean_env
 from tests.gateway.processes import terminate
-from tests.gateway.processes import until as wait_until
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.timeout(300)  # starts the real gateway process, several times: slow on a busy machine
 
 CHATS = 20
 PER_CHAT = 10
@@ -68,7 +71,7 @@ def launch(home: Path, config: Path, relay_url: str) -> subprocess.Popen[bytes]:
 
 
 async def until(predicate: Callable[[], bool], process: subprocess.Popen[bytes], what: str) -> None:
-    await wait_until(predicate, process, what, limit=HANG_GUARD)
+    await eventually(predicate, what, process=process, timeout=HANG_GUARD)
 
 
 
@@ -142,7 +145,7 @@ async def test_sigkill_mid_burst_every_message_answered_once_in_order(
         for index, (chat, text) in enumerate(messages, 1):
             await relay.post(chat, text)
             if index % CHATS == 0:
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(0.1)  # pacing, part of the scenario: users write over time, not all at once
 
     feeder: asyncio.Task[None] | None = None
     try:
@@ -198,23 +201,18 @@ async def test_a_reply_is_not_sent_again_when_the_crash_came_while_its_events_we
     model_server.responder = lambda record: Text("re: " + record.last_user_text)
     model_server.latency = 0.3
     await running.adapter.inject("first")
-    while not model_server.requests:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: model_server.requests, "the model to be asked")
     await running.adapter.inject("second")
     third = await running.adapter.inject("third")
     sent = await running.adapter.wait_sent(2)
     assert sent[1].text == "re: second\n\nthird"
-    async with asyncio.timeout(30):
-        while await running.store.inbox_unfinished():
-            await asyncio.sleep(0.02)
+    await handled(running.store)
     await running.gateway.shutdown()
     # As if killed between the turn's two inbox_mark_done calls.
     with contextlib.closing(sqlite3.connect(running.home / "state.db")) as db, db:
         db.execute("UPDATE inbox SET status = 'accepted', done_at = NULL WHERE event_id = ?", (third.event_id,))
 
     restarted = await start_gateway(home=running.home, adapter=LoopbackAdapter())
-    async with asyncio.timeout(30):
-        while await restarted.store.inbox_unfinished():
-            await asyncio.sleep(0.02)
+    await handled(restarted.store)
     assert restarted.adapter.sent == []
     assert len(model_server.requests) == 2

@@ -16,7 +16,8 @@ from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.relay_platform import RelayPlatform
 from tests.gateway.conftest import GatewayFactory, write_config
 from tests.gateway.database_damage import damage_header, damage_page_holding
-from tests.gateway.processes import REPO, clean_env, terminate, until
+from tests.gateway.processes import REPO, clean_env, terminate
+from tests.waiting import eventually
 from tests.gateway.test_database_faults import BIG, QUICK_RETRIES, big_echo, fill, small_disk, squeezed  # noqa: F401 - a fixture
 
 HANG_GUARD = 120.0
@@ -55,29 +56,29 @@ async def test_a_full_disk_is_reported_on_health_and_once_a_minute_in_the_log_an
     log_path = home / "logs" / "gateway.log"
     process = launch(home, config, "--relay", relay.base_url)
     try:
-        await until(lambda: log_path.exists() and "gateway.started" in log_path.read_text("utf-8"), process, "start",
-                    limit=HANG_GUARD)  # fmt: skip
+        await eventually(lambda: log_path.exists() and "gateway.started" in log_path.read_text("utf-8"), "start",
+                         process=process, timeout=HANG_GUARD)  # fmt: skip
         url = re.search(r"health\.listening url=(\S+)", log_path.read_text("utf-8")).group(1)  # type: ignore[union-attr]
         await relay.post("c1", "warm up")
-        await until(lambda: len(relay.sent) == 1, process, "the first reply", limit=HANG_GUARD)
+        await eventually(lambda: len(relay.sent) == 1, "the first reply", process=process, timeout=HANG_GUARD)
         model_server.gate = gate = asyncio.Event()
         await relay.post("c1", "first")
-        await until(lambda: len(model_server.requests) == 2, process, "the turn's model call", limit=HANG_GUARD)
+        await eventually(lambda: len(model_server.requests) == 2, "the turn's model call", process=process, timeout=HANG_GUARD)
         await relay.post("c1", "second")
-        await until(lambda: not relay.unacknowledged(), process, "the second message stored", limit=HANG_GUARD)
+        await eventually(lambda: not relay.unacknowledged(), "the second message stored", process=process, timeout=HANG_GUARD)
         filler = fill(small_disk)
         full_since = time.monotonic()
         gate.set()
         # Before: /health said "ok" and database ok while the turn was dropped (lane.turn_failed).
-        await until(lambda: health(url)["status"] == "degraded", process, "/health degraded", limit=HANG_GUARD)
+        await eventually(lambda: health(url)["status"] == "degraded", "/health degraded", process=process, timeout=HANG_GUARD)
         body = health(url)
         assert body["database"]["ok"] is False and "full" in body["database"]["reason"], body
-        await until(lambda: len(relay.sent) == 2, process, "the notice", limit=HANG_GUARD)
-        await until(lambda: full_disk_tries(url) >= 5, process, "more tries against the full disk", limit=HANG_GUARD)
+        await eventually(lambda: len(relay.sent) == 2, "the notice", process=process, timeout=HANG_GUARD)
+        await eventually(lambda: full_disk_tries(url) >= 5, "more tries against the full disk", process=process, timeout=HANG_GUARD)
         full_for = time.monotonic() - full_since
         filler.unlink()
-        await until(lambda: relay.sent[-1].text == "re: second", process, "both answers", limit=HANG_GUARD)
-        await until(lambda: health(url)["status"] == "ok", process, "/health ok again", limit=HANG_GUARD)
+        await eventually(lambda: relay.sent[-1].text == "re: second", "both answers", process=process, timeout=HANG_GUARD)
+        await eventually(lambda: health(url)["status"] == "ok", "/health ok again", process=process, timeout=HANG_GUARD)
     finally:
         code = await terminate(process, limit=HANG_GUARD)
     assert code == 0
@@ -108,11 +109,8 @@ async def run_to_exit(home: Path, config: Path) -> tuple[int, str, str]:
     log_path = home / "logs" / "gateway.log"
     process = launch(home, config)
     try:
-        deadline = time.monotonic() + HANG_GUARD
-        while process.poll() is None and time.monotonic() < deadline:
-            if log_path.exists() and "gateway.started" in log_path.read_text("utf-8"):
-                break
-            await asyncio.sleep(0.05)
+        await eventually(lambda: process.poll() is not None or (log_path.exists() and "gateway.started" in log_path.read_text("utf-8")),
+                         "the process to exit (or, on the old code, to start)", timeout=HANG_GUARD)  # fmt: skip
     finally:
         code = process.poll()
         if code is None:

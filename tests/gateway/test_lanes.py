@@ -6,6 +6,7 @@ import asyncio
 
 from gateway.lanes import Lanes
 from gateway.tasks import TaskTracker
+from tests.waiting import eventually
 
 
 class Turns:
@@ -45,7 +46,7 @@ async def test_messages_of_a_session_run_in_order_and_sessions_in_parallel() -> 
     turns.hold.clear()
     for session in ("a", "b", "c", "d"):
         lanes.submit(session, f"{session}1")
-    await asyncio.sleep(0.05)
+    await eventually(lambda: len(turns.running) == 4, "every session's turn to start")
     assert turns.max_parallel == 4  # every session's turn is under way (the agent limit is in tests of the turn)
     for session in ("a", "b"):
         lanes.submit(session, f"{session}2")
@@ -75,7 +76,7 @@ async def test_rapid_messages_within_the_debounce_window_are_one_turn() -> None:
     lanes: Lanes[str] = Lanes(turns, tracker, debounce=0.1)
     for text in ("one", "two", "three"):
         lanes.submit("s", text)
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.02)  # pacing, part of the scenario: a user typing, well within the debounce window
     await settle(tracker)
     assert turns.batches == [("s", ["one", "two", "three"])]
 
@@ -87,7 +88,7 @@ async def test_interrupt_mode_cancels_the_running_turn() -> None:
     lanes.submit("s", "long task")
     await turns.started.wait()
     lanes.submit("s", "actually, do this")
-    await asyncio.sleep(0)
+    await eventually(lambda: turns.cancelled, "the running turn to be cancelled")
     turns.hold.set()
     await settle(tracker)
     assert turns.cancelled == [["long task"]]
@@ -100,7 +101,7 @@ async def test_stop_cancels_only_that_session() -> None:
     turns.hold.clear()
     lanes.submit("s", "x")
     lanes.submit("t", "y")
-    await asyncio.sleep(0.02)
+    await eventually(lambda: turns.running == {"s", "t"}, "both turns to start")
     assert lanes.stop("s") is True
     assert lanes.stop("nothing-running") is False
     turns.hold.set()
@@ -119,7 +120,7 @@ async def test_a_failing_turn_does_not_stop_the_lane() -> None:
 
     lanes: Lanes[str] = Lanes(flaky, tracker)
     lanes.submit("s", "boom")
-    await asyncio.sleep(0)
+    await eventually(lambda: seen, "the failing turn to run")
     lanes.submit("s", "after")
     await settle(tracker)
     assert seen == [["boom"], ["after"]]
@@ -144,7 +145,7 @@ async def held_turn_with_one_queued(queued: str) -> tuple[TaskTracker, Turns, La
 async def test_a_stopped_turn_is_reported_and_the_lane_goes_on() -> None:
     tracker, turns, lanes, stopped = await held_turn_with_one_queued("next")
     assert lanes.stop("s") is True
-    await asyncio.sleep(0.02)
+    await eventually(lambda: turns.cancelled, "the stopped turn to be cancelled")
     turns.hold.set()
     await settle(tracker)
     assert stopped == [["x"]] and turns.cancelled == [["x"]] and turns.batches == [("s", ["next"])]
@@ -167,7 +168,7 @@ async def test_a_held_lane_starts_no_turn_until_released() -> None:
             assert not again  # one holder at a time
         lanes.submit("a", "sent while held")
         lanes.submit("b", "other session")
-        await asyncio.sleep(0.05)
+        await eventually(lambda: turns.batches, "the other session's turn")  # "a", submitted first, had its chance
         assert turns.batches == [("b", ["other session"])]
     await settle(tracker)
     assert turns.batches[-1] == ("a", ["sent while held"]) and len(lanes) == 0
@@ -210,7 +211,7 @@ async def test_the_queue_wait_is_the_oldest_message_waiting_behind_the_running_t
     lanes.submit("a", "a1")
     await turns.started.wait()
     lanes.submit("a", "a2")  # waits behind a1's turn ...
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(0.2)  # the time a2 waits, which the wait measured must include
     lanes.submit("a", "a3")  # ... and a3 joins it, but the wait counts from a2
     turns.hold.set()
     await settle(tracker)

@@ -28,7 +28,10 @@ from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import TelegramAPI
 from tests.fakes.telegram_api.builders import Chat, User
 from tests.gateway.conftest import spoken
-from tests.gateway.processes import REPO, clean_env, switchboard, terminate, until
+from tests.gateway.processes import REPO, clean_env, switchboard, terminate
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.timeout(300)  # starts the real gateway process, several times: slow on a busy machine
 
 HANG_GUARD = 120.0
 ALICE = User(id=4242, first_name="Alice")
@@ -63,8 +66,8 @@ async def run_turns(home: Path, api: TelegramAPI, turns: int) -> tuple[int, str]
         process = subprocess.Popen([sys.executable, "-m", "gateway.cli", "run"], cwd=REPO, env=clean_env(home),
                                    stdout=subprocess.DEVNULL, stderr=stderr)  # fmt: skip
     try:
-        await until(lambda: len(api.sent) >= turns, process, f"{turns} replies", limit=HANG_GUARD)
-        await until(lambda: not api.updates, process, "every update to be confirmed", limit=HANG_GUARD)
+        await eventually(lambda: len(api.sent) >= turns, f"{turns} replies", process=process, timeout=HANG_GUARD)
+        await eventually(lambda: not api.updates, "every update to be confirmed", process=process, timeout=HANG_GUARD)
     finally:
         code = await terminate(process, limit=HANG_GUARD)
     return code, stderr_path.read_text(encoding="utf-8", errors="replace")

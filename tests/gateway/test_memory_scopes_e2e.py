@@ -104,15 +104,15 @@ async def test_a_person_has_one_memory_across_their_dm_and_group_sessions(
 
 async def test_a_shared_thread_keeps_its_notes_to_itself(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
     running = await start_gateway(QUIET)
-    model_server.script(saves("The release is on Friday.", "memory"), Text("noted"))
+    model_server.script(saves("The release is on the ninth.", "memory"), Text("noted"))
     await say(running, model_server, "@loopbot note the release date", sent=1, **in_group("alice", "Alice", thread_id="t1"))
     await running.adapter.inject("/new", **in_group("bob", "Bob", thread_id="t1"))
     await running.adapter.wait_sent(2)
     bob_in_thread = await say(running, model_server, "@loopbot when?", sent=3, **in_group("bob", "Bob", thread_id="t1"))
     alice_dm = await say(running, model_server, "when is the release?", sent=4, **ALICE)
     other_thread = await say(running, model_server, "@loopbot when?", sent=5, **in_group("bob", "Bob", thread_id="t2"))
-    assert "Friday" in system_text(bob_in_thread)
-    assert "Friday" not in system_text(alice_dm) + system_text(other_thread)
+    assert "release is on the ninth" in system_text(bob_in_thread)
+    assert "release is on the ninth" not in system_text(alice_dm) + system_text(other_thread)
     assert (running.home / "memories" / "threads" / "loopback" / "g" / "t1" / "MEMORY.md").is_file()
 
 
@@ -180,16 +180,16 @@ async def test_memory_shows_what_is_kept_and_forget_deletes_it_everywhere(
 async def test_forget_here_clears_a_shared_threads_notes(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
     running = await start_gateway(QUIET)
     thread = {"thread_id": "t1"}
-    model_server.script(saves("The release is on Friday.", "memory"), Text("noted"))
+    model_server.script(saves("The release is on the ninth.", "memory"), Text("noted"))
     await say(running, model_server, "@loopbot note the release date", sent=1, **in_group("alice", "Alice", **thread))
     await running.adapter.inject("/memory", **in_group("bob", "Bob", **thread))
     await running.adapter.wait_sent(2)
-    assert "Notes:\n• The release is on Friday." in running.adapter.texts()[-1]
+    assert "Notes:\n• The release is on the ninth." in running.adapter.texts()[-1]
     await running.adapter.inject("/forget here", **in_group("bob", "Bob", **thread))
     await running.adapter.wait_sent(3)
     assert running.adapter.texts()[-1].startswith("Deleted this conversation's notes (1 entry), as Bob asked.")
     after = await say(running, model_server, "@loopbot when?", sent=4, **in_group("alice", "Alice", **thread))
-    assert "Friday" not in system_text(after)
+    assert "release is on the ninth" not in system_text(after)
 
 
 async def test_an_upgrade_moves_the_global_memory_aside_and_restarts_sessions_built_with_it(

@@ -11,12 +11,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from config import load_config
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import TelegramAPI
 from tests.fakes.telegram_api.builders import Chat, User
 from tests.gateway.conftest import spoken
-from tests.gateway.processes import REPO, clean_env, switchboard, terminate, until
+from tests.gateway.processes import REPO, clean_env, switchboard, terminate
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.timeout(300)  # starts the real gateway process, several times: slow on a busy machine
 
 NUMERIC_IDS = """\
 platforms:
@@ -81,12 +86,12 @@ async def test_a_user_and_a_group_allowed_by_number_are_answered(
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     try:
         log = home / "logs" / "gateway.log"
-        await until(lambda: log.exists() and "gateway.started" in log.read_text("utf-8"), process, "start", limit=120)
+        await eventually(lambda: log.exists() and "gateway.started" in log.read_text("utf-8"), "start", process=process, timeout=120)
         await api.say(stranger, "let me in", chat=group)
         await api.say(alice, "hello from the group", chat=group)
         await api.say(alice, "hello in private")
-        await until(lambda: len(api.sent) >= 2, process, "two replies", limit=120)
-        await until(lambda: not api.updates, process, "every update to be confirmed", limit=120)
+        await eventually(lambda: len(api.sent) >= 2, "two replies", process=process, timeout=120)
+        await eventually(lambda: not api.updates, "every update to be confirmed", process=process, timeout=120)
     finally:
         code = await terminate(process, limit=120)
     assert code == 0

@@ -19,7 +19,7 @@ from storage import NewMessage, Store, ToolCallRecord
 from tests.fakes.adapter import LoopbackAdapter, TelegramHtmlLoopbackAdapter
 from tests.fakes.model_server import ModelServer, Text, Timeout, ToolCalls, ToolUse
 from tests.fakes.telegram_api import parse_html
-from tests.gateway.conftest import GatewayFactory, settled, spoken
+from tests.gateway.conftest import GatewayFactory, handled, settled, spoken
 from tests.waiting import eventually
 
 
@@ -34,10 +34,7 @@ async def test_a_dm_gets_a_reply_and_everything_is_stored(start_gateway: Gateway
     stored = await running.store.load_messages(session.id)
     assert [(m.role, m.content) for m in stored] == [("user", "hello there"), ("assistant", "**Hello** back")]
     assert session.input_tokens + session.cache_read_tokens + session.cache_write_tokens > 0
-    # The turn marks its event done just after sending: wait for it (the timeout only stops a hang).
-    async with asyncio.timeout(30):
-        while await running.store.inbox_unfinished():
-            await asyncio.sleep(0.02)
+    await handled(running.store)  # the turn marks its event done just after sending
 
 
 async def test_a_blank_answer_still_gets_the_user_a_reply(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
@@ -49,9 +46,7 @@ async def test_a_blank_answer_still_gets_the_user_a_reply(start_gateway: Gateway
     (session,) = await running.store.list_sessions()
     stored = await running.store.load_messages(session.id)
     assert [m.role for m in stored] == ["user", "assistant"]  # the answer is kept as the model gave it
-    async with asyncio.timeout(30):
-        while await running.store.inbox_unfinished():
-            await asyncio.sleep(0.02)
+    await handled(running.store)
     # The next request leaves the blank answer out: the API refuses a whitespace-only text block.
     await running.adapter.inject("hello again", chat_id="c1")
     await running.adapter.wait_sent(2)
@@ -103,8 +98,7 @@ async def test_the_chat_shows_typing_while_the_model_works(start_gateway: Gatewa
     running = await start_gateway()
     model_server.script(Timeout(seconds=1.0))  # a slow reply
     await running.adapter.inject("think about it", chat_id="c7")
-    while not model_server.requests:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: model_server.requests, "the model to be asked")
     await eventually(lambda: running.adapter.typing_chats == ["c7"])  # while the model is still thinking
     assert not running.adapter.sent
     await running.adapter.wait_sent(1)
@@ -117,7 +111,7 @@ async def test_order_per_session_and_concurrency_across_sessions(start_gateway: 
     for index in range(3):
         for chat in ("a", "b", "c"):
             await running.adapter.inject(f"{chat}{index}", chat_id=chat)
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # one step of the event loop between two messages: the chats' turns interleave
     # Messages that arrive during a turn are answered together in the next one, so count texts, not replies.
     await eventually(lambda: all(f"{c}{i}" in " ".join(running.adapter.texts(c)) for c in "abc" for i in range(3)))
     for chat in ("a", "b", "c"):
@@ -134,8 +128,7 @@ async def test_messages_sent_during_a_turn_are_answered_together(start_gateway: 
     model_server.responder = lambda record: Text("re: " + record.last_user_text)
     model_server.script(Timeout(seconds=1.0))
     await running.adapter.inject("first")
-    while not model_server.requests:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: model_server.requests, "the model to be asked")
     await running.adapter.inject("second")
     await running.adapter.inject("third")
     await eventually(lambda: any("third" in t for t in running.adapter.texts()))
@@ -147,13 +140,11 @@ async def test_stop_cancels_the_running_turn(start_gateway: GatewayFactory, mode
     running = await start_gateway()
     model_server.script(Timeout(seconds=10))
     await running.adapter.inject("write me a novel")
-    while not model_server.requests:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: model_server.requests, "the model to be asked")
     await running.adapter.inject("/stop")
     (reply,) = await running.adapter.wait_sent(1)
     assert reply.text.startswith("Stopped.")
-    await asyncio.sleep(0.2)
-    assert await running.store.inbox_unfinished() == []
+    await handled(running.store)  # the stopped turn's message too
 
 
 async def test_group_messages_need_a_mention(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
@@ -170,7 +161,7 @@ async def test_a_command_for_another_bot_is_left_alone(start_gateway: GatewayFac
     for text in ("/status@other_bot", "/summarize@other_bot the last hour", "/help@LoopBot", "hello"):
         await running.adapter.inject(text, chat_type=ChatType.GROUP, chat_id="g")
     await running.adapter.wait_sent(2)
-    await asyncio.sleep(0.2)
+    await settled(running.store)
     assert [spoken(r.body["messages"][-1]["content"][0]["text"]) for r in model_server.requests] == ["hello"]
     assert len(running.adapter.sent) == 2 and any(text.startswith("Commands:") for text in running.adapter.texts())
 
@@ -182,7 +173,7 @@ async def test_unknown_users_get_a_pairing_code_and_can_be_approved(start_gatewa
     assert "pairing code" in offer.text and "stranger" in offer.text
     code = offer.text.split("pairing code: ")[1].split()[0]
     await running.adapter.inject("hi again", user_id="stranger")
-    await asyncio.sleep(0.2)
+    await settled(running.store)
     assert len(running.adapter.sent) == 1  # no second code within 10 minutes, and no agent turn
     approval = await running.gateway.intake._pairing.approve("loopback", code)
     assert approval.user_id == "stranger"
@@ -197,10 +188,7 @@ async def test_a_burst_of_messages_from_a_stranger_gets_one_pairing_code(
     running = await start_gateway(policy=AccessPolicy())
     await asyncio.gather(*(running.adapter.inject(f"hello {n}", user_id="stranger") for n in range(5)))
     await running.adapter.wait_sent(1)
-    unfinished = running.store.inbox_unfinished
-    async with asyncio.timeout(30):
-        while await unfinished():  # every message of the burst handled
-            await asyncio.sleep(0.02)
+    await handled(running.store)  # every message of the burst
     assert len(running.adapter.sent) == 1
     assert len(await running.store.pairing.pending(now=time.time())) == 1
 
@@ -220,9 +208,7 @@ async def test_messages_replayed_after_a_crash_pass_the_access_and_command_check
         await store.inbox_accept(message.platform, message.event_id, "loopback:dm:x", message.to_dict())
     await store.close()
     running = await start_gateway(policy=AccessPolicy(allowed_users=frozenset({"friend"})), home=home)
-    async with asyncio.timeout(30):
-        while await running.store.inbox_unfinished():
-            await asyncio.sleep(0.02)
+    await handled(running.store)
     assert "pairing code" in running.adapter.texts("chat-stranger")[0]  # offered a code, not answered
     assert any("loopback user id: friend" in text for text in running.adapter.texts("chat-friend"))  # /whoami
     assert [spoken(r.body["messages"][-1]["content"][0]["text"]) for r in model_server.requests] == ["what time is it?"]
@@ -247,9 +233,7 @@ async def test_a_stored_message_that_no_longer_reads_is_skipped_at_start_and_the
     assert "what time is it?" in reply.text
     [line] = [entry for entry in logs if entry["event"] == "inbound.replay_rejected"]
     assert line["event_id"] == "before-1" and "Attachment.name must be text" in line["reason"]
-    async with asyncio.timeout(30):
-        while await running.store.inbox_unfinished():
-            await asyncio.sleep(0.02)
+    await handled(running.store)
 
 
 async def test_a_message_with_half_an_emoji_is_stored_and_answered(
@@ -318,7 +302,7 @@ async def test_rate_limited_chunks_wait_and_are_sent_once(start_gateway: Gateway
     await running.adapter.inject("hi")
     (reply,) = await running.adapter.wait_sent(1)
     assert reply.text == "after the pause"
-    await asyncio.sleep(0.2)
+    await settled(running.store)
     assert len(running.adapter.sent) == 1
 
 
@@ -327,7 +311,7 @@ async def test_a_redelivered_event_is_answered_once(start_gateway: GatewayFactor
     await running.adapter.inject("hello", event_id="evt-1")
     await running.adapter.inject("hello", event_id="evt-1")
     await running.adapter.wait_sent(1)
-    await asyncio.sleep(0.3)
+    await settled(running.store)
     assert len(running.adapter.sent) == 1 and len(model_server.requests) == 1
 
 
@@ -338,16 +322,14 @@ async def test_interrupt_mode_answers_the_newest_message_with_the_earlier_one_in
     model_server.script(Timeout(seconds=10))
     model_server.responder = lambda record: Text("answering both")
     await running.adapter.inject("summarise chapter one")
-    while not model_server.requests:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: model_server.requests, "the model to be asked")
     await running.adapter.inject("actually, chapter two")
     (reply,) = await running.adapter.wait_sent(1)
     assert reply.text == "answering both"
     last = str(model_server.requests[-1].body["messages"])
     assert "chapter one" in last and "chapter two" in last
-    await asyncio.sleep(0.2)
+    await settled(running.store)  # both messages handled
     assert len(running.adapter.sent) == 1
-    assert await running.store.inbox_unfinished() == []
 
 
 async def test_in_a_shared_thread_each_message_keeps_its_senders_name(

@@ -13,6 +13,7 @@ from gateway.metrics import Metrics
 from gateway.progress import ToolProgress, final_line, working_line
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter
+from tests.waiting import eventually
 
 
 class FakeTime:
@@ -50,13 +51,6 @@ def progress_for(store: Store, adapter: LoopbackAdapter, time: FakeTime) -> Tool
     )
 
 
-async def until(predicate) -> None:  # type: ignore[no-untyped-def]
-    """Wait for the worker to get there (storage runs in a thread); the timeout only stops a hang."""
-    async with asyncio.timeout(10):
-        while not predicate():
-            await asyncio.sleep(0.001)
-
-
 def test_wording() -> None:
     assert working_line(["session_search"]) == "Working on it: searching past conversations…"
     assert working_line(["session_search", "memory", "session_search"]) == (
@@ -81,7 +75,7 @@ async def test_edits_are_throttled_and_coalesced_then_the_final_line(store: Stor
     adapter, time = LoopbackAdapter(), FakeTime()
     progress = progress_for(store, adapter, time)
     progress.note(["session_search"])
-    await until(lambda: progress.shown is not None)  # sent and recorded: the interval runs from here
+    await eventually(lambda: progress.shown is not None, "the message to be recorded")  # sent and recorded: the interval runs from here
     (first,) = adapter.sent
     assert first.text == "Working on it: searching past conversations…"
 
@@ -91,7 +85,7 @@ async def test_edits_are_throttled_and_coalesced_then_the_final_line(store: Stor
     assert time.sleeps == [1.0] and adapter.edits == []
     progress.note(["weather"])  # ...and what arrives meanwhile joins the same edit
     time.gate.set()
-    await until(lambda: progress.shown != first.text)
+    await eventually(lambda: progress.shown != first.text, "the edit to be recorded")
     assert [(e.message_id, e.text) for e in adapter.edits] == [
         ("m1", "Working on it: searching past conversations, updating my notes, using weather…")
     ]
@@ -111,7 +105,7 @@ async def test_stop_drops_a_throttled_edit_in_favour_of_the_final_line(store: St
     adapter, time = LoopbackAdapter(), FakeTime()
     progress = progress_for(store, adapter, time)
     progress.note(["session_search"])
-    await until(lambda: progress.shown is not None)
+    await eventually(lambda: progress.shown is not None, "the message to be recorded")
     progress.note(["memory"])
     await asyncio.wait_for(time.sleeping.wait(), 5)
     await progress.stop()  # returns although the throttle sleep never ended

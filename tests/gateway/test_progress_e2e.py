@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 import gateway.progress
@@ -11,7 +9,8 @@ from adapters.contract import Capabilities, Markup
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter
 from tests.fakes.model_server import ModelServer, Text, ToolCalls, ToolUse
-from tests.gateway.conftest import GatewayFactory, Running
+from tests.gateway.conftest import GatewayFactory, delivered, handled
+from tests.waiting import eventually
 
 
 class NoEditAdapter(LoopbackAdapter):
@@ -22,21 +21,6 @@ class NoEditAdapter(LoopbackAdapter):
 def no_edit_interval(monkeypatch: pytest.MonkeyPatch) -> None:
     """Throttling is covered with a fake clock in test_progress.py; here it would only make the tests slower."""
     monkeypatch.setattr(gateway.progress, "EDIT_INTERVAL", 0.0)
-
-
-async def turn_done(running: Running) -> None:
-    """The turn marks its events done together with recording its reply (timeout: hang guard)."""
-    async with asyncio.timeout(30):
-        while await running.store.inbox_unfinished():
-            await asyncio.sleep(0.02)
-
-
-async def nothing_pending(running: Running) -> None:
-    """Every outbox row is marked sent. The mark is committed just after the adapter returns, so the
-    test may look before it lands: it waits (timeout: hang guard)."""
-    async with asyncio.timeout(30):
-        while await running.store.outbox_pending():
-            await asyncio.sleep(0.02)
 
 
 def two_tool_calls(model_server: ModelServer) -> None:
@@ -54,10 +38,9 @@ async def test_a_turn_with_tool_calls_shows_one_progress_message_edited_then_the
     two_tool_calls(model_server)
     message = await running.adapter.inject("what did we plan for Lisbon?", chat_id="c1")
     await running.adapter.wait_sent(2)
-    await turn_done(running)
-    async with asyncio.timeout(30):  # the final edit follows the reply (hang guard only)
-        while not (running.adapter.edits and running.adapter.edits[-1].text.startswith("Used:")):
-            await asyncio.sleep(0.02)
+    await handled(running.store)
+    await eventually(lambda: running.adapter.edits and running.adapter.edits[-1].text.startswith("Used:"),
+                     "the final edit, which follows the reply")  # fmt: skip
     progress, reply = running.adapter.sent
     assert progress.text.startswith("Working on it: searching past conversations")
     assert progress.reply_to is None
@@ -68,7 +51,7 @@ async def test_a_turn_with_tool_calls_shows_one_progress_message_edited_then_the
     for edit in edits[:-1]:  # any intermediate edit lists what was done so far
         assert edit.text == "Working on it: searching past conversations, using weather…"
     assert len(running.adapter.sent) == 2
-    await nothing_pending(running)
+    await delivered(running.store)
 
 
 async def test_a_plain_turn_sends_no_progress_message(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
@@ -76,7 +59,7 @@ async def test_a_plain_turn_sends_no_progress_message(start_gateway: GatewayFact
     model_server.script(Text("Just an answer."))
     await running.adapter.inject("hi", chat_id="c1")
     await running.adapter.wait_sent(1)
-    await turn_done(running)
+    await handled(running.store)
     assert running.adapter.texts() == ["Just an answer."] and running.adapter.edits == []
 
 
@@ -92,7 +75,7 @@ async def test_no_progress_when_disabled_or_when_the_platform_cannot_edit(
         two_tool_calls(model_server)
         await running.adapter.inject("what did we plan for Lisbon?", chat_id="c1")
         await running.adapter.wait_sent(1)
-        await turn_done(running)
+        await handled(running.store)
         assert running.adapter.texts() == ["All done."] and running.adapter.edits == []
         await running.gateway.shutdown()
 
@@ -114,7 +97,7 @@ async def test_start_up_finishes_an_edit_a_crash_left_pending(
 
     adapter = LoopbackAdapter()
     running = await start_gateway(home=home, adapter=adapter)
-    await nothing_pending(running)  # resumed in the background from start-up on
+    await delivered(running.store)  # resumed in the background from start-up on
     assert [(e.chat_id, e.message_id, e.text) for e in adapter.edits] == [("c1", "m-41", "Used: memory")]
     assert adapter.sent == []  # edited, never sent again
     after = await running.store.outbox_get(row.id)

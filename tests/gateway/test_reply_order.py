@@ -18,7 +18,8 @@ from gateway.runner import search_function
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter
 from tests.fakes.model_server import ModelServer, Text, Timeout, ToolCalls, ToolUse
-from tests.gateway.conftest import GatewayFactory, write_config
+from tests.gateway.conftest import GatewayFactory, delivered, write_config
+from tests.waiting import eventually
 
 
 class SlowAdapter(LoopbackAdapter):
@@ -61,9 +62,7 @@ async def test_stop_or_a_newer_message_during_delivery_lets_the_reply_finish(
     await adapter.inject(then, chat_id="c1")
     await adapter.wait_sent(4)
     assert heads(adapter.texts("c1"))[:3] == ["A0", "A5", "A10"]  # whole, nothing in between
-    async with asyncio.timeout(30):
-        while await running.store.outbox_pending():
-            await asyncio.sleep(0.02)
+    await delivered(running.store)
 
 
 async def test_a_stopped_turn_leaves_its_progress_message_saying_so(
@@ -77,9 +76,7 @@ async def test_a_stopped_turn_leaves_its_progress_message_saying_so(
     assert progress.text.startswith("Working on it")
     await running.adapter.inject("/stop", chat_id="c1")
     await running.adapter.wait_sent(2)
-    async with asyncio.timeout(30):
-        while not running.adapter.edits:
-            await asyncio.sleep(0.02)
+    await eventually(lambda: running.adapter.edits, "the progress message to be edited")
     assert running.adapter.edits[-1].text == "Stopped. Used: session_search"
 
 

@@ -38,6 +38,7 @@ from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import Failure, TelegramAPI, User
 from tests.gateway.conftest import write_config
 from tests.gateway.processes import switchboard
+from tests.waiting import eventually
 
 HANG_GUARD = 60.0
 ALICE = User(id=1001, first_name="Alice")
@@ -140,10 +141,13 @@ async def health_body(scene: Scene) -> str:
     scene.telegram.fail("getUpdates", *[Failure.broken_proxy(502, PLANTED)] * 5)
     async with scene.gateway() as gateway:
         assert gateway.health_url
-        async with asyncio.timeout(HANG_GUARD):
-            while "getUpdates failed" not in (body := await fetch(gateway.health_url)):
-                await asyncio.sleep(0.05)
-    return body
+        url = gateway.health_url
+
+        async def failing() -> str | None:
+            body = await fetch(url)
+            return body if "getUpdates failed" in body else None
+
+        return await eventually(failing, "/health to say getUpdates failed", timeout=HANG_GUARD)
 
 
 async def metrics_page(scene: Scene) -> str:

@@ -24,8 +24,10 @@ from tests.fakes.model_server import ModelServer
 from tests.fakes.slack_api import BOT_TOKEN, FakeSlack
 from tests.fakes.telegram_api import TelegramAPI
 from tests.gateway.conftest import write_config
-from tests.gateway.processes import REPO, clean_env, switchboard, terminate, until
+from tests.gateway.processes import REPO, clean_env, switchboard, terminate
 from tests.waiting import eventually
+
+pytestmark = pytest.mark.timeout(300)  # starts the real gateway process, several times: slow on a busy machine
 
 HANG_GUARD = 120.0
 
@@ -120,7 +122,7 @@ async def gateway_running(home: Path, config: Path) -> AsyncIterator[subprocess.
     before = started(home)
     process = launch(home, config)
     try:
-        await until(lambda: started(home) > before, process, "the gateway to start", limit=HANG_GUARD)
+        await eventually(lambda: started(home) > before, "the gateway to start", process=process, timeout=HANG_GUARD)
         yield process
     finally:
         code = await stop(process)
@@ -176,7 +178,7 @@ async def test_the_lock_of_a_killed_gateway_does_not_keep_the_next_one_out(tmp_p
     config = write_config(home, model_server)
     first = launch(home, config)
     try:
-        await until(lambda: started(home) == 1, first, "the first gateway", limit=HANG_GUARD)
+        await eventually(lambda: started(home) == 1, "the first gateway", process=first, timeout=HANG_GUARD)
     finally:
         first.kill()
         await asyncio.to_thread(first.wait)

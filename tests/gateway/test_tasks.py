@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from gateway.tasks import TaskTracker
+from tests.waiting import eventually
 
 
 async def test_drain_waits_for_work_that_finishes_and_cancels_the_rest() -> None:
@@ -43,5 +44,4 @@ async def test_finished_tasks_are_forgotten() -> None:
     tracker = TaskTracker()
     task = tracker.spawn(asyncio.sleep(0), name="noop")
     await task
-    await asyncio.sleep(0)
-    assert len(tracker) == 0
+    await eventually(lambda: len(tracker) == 0, "the finished task to be forgotten")

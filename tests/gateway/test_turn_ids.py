@@ -3,7 +3,6 @@ and the same on every line of a turn, from the message accepted to the reply sen
 
 from __future__ import annotations
 
-import asyncio
 import re
 import uuid
 from pathlib import Path
@@ -15,6 +14,7 @@ from gateway.logs import configure_logging, short_turn_id
 from storage import Store
 from tests.fakes.model_server import ModelServer, Text
 from tests.gateway.conftest import GatewayFactory
+from tests.waiting import eventually
 
 
 @pytest.mark.parametrize("turn_id", ["telegram:1234", "slack:C1:1700000000.000100", "discord:99", "webchat:ünï"])
@@ -82,7 +82,5 @@ async def test_a_chunk_given_up_is_logged_under_the_short_turn_id(
     model_server.script(Text("nobody will see this"))
     message = await running.adapter.inject("hello", chat_id="c1")
     mine = short_turn_id(f"loopback:{message.event_id}")
-    async with asyncio.timeout(30):
-        while not turns_of(log, "delivery.failed"):
-            await asyncio.sleep(0.02)
+    await eventually(lambda: turns_of(log, "delivery.failed"), "the chunk to be given up")
     assert turns_of(log, "delivery.failed") == [mine]

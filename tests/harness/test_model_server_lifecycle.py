@@ -11,6 +11,7 @@ import pytest
 
 from tests.fakes.model_server import MAX_STALL_SECONDS, FakeClock, ModelServer, Text, Timeout
 from tests.fakes.model_server.cache import marker_ttl
+from tests.waiting import eventually
 
 CACHED_SYSTEM = [{"type": "text", "text": "system prompt " * 30, "cache_control": {"type": "ephemeral"}}]
 HELLO: Any = [{"role": "user", "content": "hello"}]
@@ -45,8 +46,7 @@ async def test_reset_releases_a_stalled_request(model_server: ModelServer) -> No
     started = time.monotonic()
     try:
         call = asyncio.ensure_future(client.messages.create(model="m", max_tokens=8, messages=HELLO))
-        while not model_server.requests:
-            await asyncio.sleep(0.01)
+        await eventually(lambda: model_server.requests, "the request to reach the server")
         model_server.reset()
         with pytest.raises(anthropic.InternalServerError) as error:
             await call

@@ -8,6 +8,7 @@ from pathlib import Path
 from storage import FaultSeam, Store
 from storage.engine.writer import WAL_RESTART_FRAMES
 from tests.storage.conftest import new_session, traced, user
+from tests.waiting import eventually
 
 
 async def test_the_writer_copies_the_wal_tail_only_once_a_background_round_found_the_wal_long(
@@ -51,10 +52,8 @@ async def test_a_writer_that_pauses_starts_the_wal_over_without_copying_the_tail
         await burst("first")
         first = wal.stat().st_size
         rounds = faults.checkpoint_rounds
-        for _ in range(1000):  # polls a condition; the time it takes is not what is tested
-            if faults.checkpoint_rounds >= rounds + 2:
-                break
-            await asyncio.sleep(0.01)
+        await eventually(lambda: faults.checkpoint_rounds >= rounds + 2,
+                         "two background checkpoints in the pause")  # fmt: skip
         await burst("second")
         assert wal.stat().st_size <= first
     finally:
@@ -69,11 +68,7 @@ async def test_a_wal_file_grown_past_its_keep_size_is_truncated_once_the_writer_
         session = await new_session(store)
         await asyncio.gather(*(store.append_messages(session.id, [user(f"burst {n} " * 50)]) for n in range(200)))
         assert wal.stat().st_size > 64 * 1024
-        for _ in range(1000):  # polls a condition; the time it takes is not what is tested
-            if wal.stat().st_size == 0:
-                break
-            await asyncio.sleep(0.01)
-        assert wal.stat().st_size == 0
+        await eventually(lambda: wal.stat().st_size == 0, "the WAL file to be truncated")
         await store.append_messages(session.id, [user("after the truncation")])
         assert len(await store.load_messages(session.id)) == 201
     finally:

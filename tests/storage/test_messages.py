@@ -23,6 +23,7 @@ from storage import (
 from storage.records import _MESSAGE_FIELDS, message_record
 from storage.schema import FTS_USERMERGE
 from tests.storage.conftest import Watched, new_session, traced, user
+from tests.waiting import eventually
 
 
 def turn(n: int) -> list[NewMessage]:
@@ -285,9 +286,7 @@ async def test_no_merge_transaction_runs_before_there_is_a_merge_step_to_do(db_p
                 await store.append_messages(session.id, [user(f"message {i}")])
             assert slices() == 0
             await store.append_messages(session.id, [user("one segment more")])
-            async with asyncio.timeout(10):
-                while not slices():
-                    await asyncio.sleep(0.01)
+            await eventually(slices, "a merge step")
     finally:
         await store.close()
     with sqlite3.connect(db_path) as conn:

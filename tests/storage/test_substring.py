@@ -15,6 +15,7 @@ from storage.search.indexer import WordIndexer
 from storage.search.fulltext import HIGHLIGHT
 from storage.search.words import MAX_WORD, message_words
 from tests.storage.conftest import Watched, new_session, user
+from tests.waiting import eventually
 
 OPEN, CLOSE = HIGHLIGHT
 
@@ -108,11 +109,7 @@ async def test_background_indexer_catches_up(db_path: Path) -> None:
     async with await Store.open(db_path, word_index_interval=0.01) as store:
         session = await new_session(store)
         await store.append_messages(session.id, [user("a backgrounded workload")])
-        for _ in range(1000):  # polls a condition; the time it takes is not what is tested
-            if progress(db_path) == (1, 1):
-                break
-            await asyncio.sleep(0.01)
-        assert progress(db_path) == (1, 1)
+        await eventually(lambda: progress(db_path) == (1, 1), "the indexer to catch up")
         assert "backgrounded" in vocabulary(db_path)
 
 
@@ -128,15 +125,11 @@ async def test_busy_writer_defers_indexing_until_the_backlog_grows(
     try:
         for n in range(60):  # each batch commits, so every tick of the indexer sees a busy writer
             await manual.append_messages(session.id, [user(f"busyword{n}x filler") for _ in range(5)])
-            await asyncio.sleep(0.002)
+            await asyncio.sleep(0.002)  # pacing, part of the scenario: appends that keep coming
         watermark, last = progress(db_path)
         assert last == 300
         assert watermark > 0  # the backlog passed 50: indexed while busy
-        for _ in range(1000):  # polls a condition; the time it takes is not what is tested
-            if progress(db_path) == (300, 300):
-                break
-            await asyncio.sleep(0.01)
-        assert progress(db_path) == (300, 300)
+        await eventually(lambda: progress(db_path) == (300, 300), "the indexer to catch up once the appends stop")
         assert {"busyword0x", "busyword59x"} <= vocabulary(db_path)
     finally:
         await indexer.close()
@@ -153,11 +146,11 @@ async def test_a_writer_busy_a_small_share_of_the_time_does_not_hold_the_indexer
     session = await new_session(manual)
     indexer.start()
     try:
-        for n in range(1000):  # polls a condition; the time it takes is not what is tested
+        for n in range(1000):  # appends at a gateway's pace until the indexer is past 20 (it is, long before 1000)
             await manual.append_messages(session.id, [user(f"paceword{n}x filler")])
             if progress(db_path)[0] >= 20:
                 break
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.02)  # pacing, part of the scenario
         watermark, last = progress(db_path)
         assert 20 <= watermark <= last < 1000  # indexed while the appends were still coming
         assert "paceword0x" in vocabulary(db_path)

@@ -9,8 +9,9 @@ from adapters.contract import AdapterError, AdapterState
 from adapters.discord import DiscordAdapter
 from adapters.discord.adapter import DiscordSettings
 from adapters.discord.supervisor import Backoff
-from tests.adapters.discord.conftest import ALICE, Collected, StartGateway, eventually
+from tests.adapters.discord.conftest import ALICE, Collected, StartGateway
 from tests.fakes.discord_api import MESSAGE_CONTENT_INTENT, DiscordEmulator
+from tests.waiting import eventually
 
 
 def adapter_for(emulator: DiscordEmulator, **settings: object) -> DiscordAdapter:
@@ -135,3 +136,10 @@ async def test_a_session_that_cannot_be_resumed_is_identified_afresh(
     (sent,) = await emulator.wait_sent(1)
     assert str(sent.reference["message_id"]) == message["id"]
     assert run.discord.restarts == 0  # type: ignore[attr-defined]  # discord.py handled it; no client rebuild
+
+
+def test_the_reconnect_delay_stays_at_its_ceiling_through_a_long_outage() -> None:
+    """The attempt count grows for as long as the outage lasts (1,025 attempts at up to 5 min is days): the delay
+    stays at its ceiling instead of the formula overflowing and ending the supervisor."""
+    backoff = Backoff()
+    assert backoff.limit / 2 <= backoff.delay(1025) <= backoff.limit

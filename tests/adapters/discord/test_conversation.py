@@ -5,10 +5,11 @@ from __future__ import annotations
 from structlog.testing import capture_logs
 
 from adapters.contract import AdapterState
-from tests.adapters.discord.conftest import ALICE, StartGateway, eventually
+from tests.adapters.discord.conftest import ALICE, StartGateway
 from tests.fakes.discord_api import MESSAGE_CONTENT_INTENT, DiscordEmulator
 from tests.fakes.model_server import ModelServer, Text, Timeout
 from tests.gateway.test_chunking_code_spans import code_spans
+from tests.waiting import eventually
 
 
 async def test_a_dm_gets_a_reply_that_references_it(

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.adapters.discord.conftest import ALICE, discord_section, eventually
+from tests.adapters.discord.conftest import ALICE, discord_section
 from tests.fakes.discord_api import DiscordEmulator
 from tests.fakes.model_server import ModelServer
 from tests.fakes.relay_platform import RelayPlatform
 from tests.gateway.processes import REPO, clean_env, terminate
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow
 HANG_GUARD = 120.0

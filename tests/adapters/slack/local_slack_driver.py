@@ -16,13 +16,14 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import yaml
+
+from tests.waiting import eventually
 
 EMULATOR_PORT = 9031
 EVENTS_PORT = 4000
@@ -50,18 +51,16 @@ def emulator_config(mode: str) -> dict[str, Any]:
 
 
 async def until(check: Callable[[], Awaitable[Any]], what: str) -> Any:
-    """Poll ``check`` until it returns something truthy; fail after :data:`WAIT` seconds."""
-    deadline = time.monotonic() + WAIT
-    while True:
+    """Ask ``check`` until it returns something truthy (a refused connection counts as not yet); fail after
+    :data:`WAIT` seconds."""
+
+    async def answered() -> Any:
         try:
-            result = await check()
+            return await check()
         except aiohttp.ClientError:
-            result = None
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what}")
-        await asyncio.sleep(0.1)
+            return None
+
+    return await eventually(answered, what, timeout=WAIT, interval=0.1)
 
 
 class Emulator:

@@ -10,7 +10,6 @@ first post instead of posting again.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,21 +24,20 @@ from gateway.delivery import chunk_nonce
 from storage import OutboxRecord
 from tests.adapters.slack.conftest import ALICE, CHANNEL, DM, SIGNING_SECRET, RunningSlack, SlackFactory
 from tests.fakes.slack_api import BOT_TOKEN, Failure, FakeSlack, mention, message, post_signed
+from tests.waiting import eventually
 
 HANG_GUARD = 30.0
 LOOKUPS = ("conversations.history", "conversations.replies")
 
 
 async def settled_row(slack: RunningSlack, outbox_id: int = 1) -> OutboxRecord:
-    """The outbox row once it is no longer pending (the guard only stops a hang)."""
-    async def settled() -> OutboxRecord:
-        while True:
-            row = await slack.store.outbox_get(outbox_id)
-            if row is not None and row.status != "pending":
-                return row
-            await asyncio.sleep(0.02)
+    """The outbox row once it is no longer pending."""
 
-    return await asyncio.wait_for(settled(), HANG_GUARD)
+    async def settled() -> OutboxRecord | None:
+        row = await slack.store.outbox_get(outbox_id)
+        return row if row is not None and row.status != "pending" else None
+
+    return await eventually(settled, f"outbox row {outbox_id} to be settled", timeout=HANG_GUARD)
 
 
 def lookups(api: FakeSlack) -> list[str]:

@@ -22,6 +22,7 @@ from tests.adapters.slack.conftest import ALICE, BOB, CHANNEL, DM, Clock, SlackF
 from tests.adapters.slack.test_threads import deliver, start
 from tests.fakes.model_server import ModelServer
 from tests.fakes.slack_api import BOT_USER_ID, FakeSlack, mention, message
+from tests.waiting import eventually
 
 SPEAKER_NOTE = re.compile(r"\[This message comes from (.*?) in a group chat\.\]")
 NAMED_TEXT = re.compile(r"([^:\n]+): ")
@@ -150,9 +151,7 @@ async def test_a_slow_lookup_gives_up_for_this_message_and_fills_the_cache_later
     assert await asyncio.wait_for(names.name_of(ALICE), 30) == ""  # wait_for only guards against a hang
     assert names.cached(ALICE) is None
     fake_slack.users.hold.set()
-    async with asyncio.timeout(30):
-        while names.cached(ALICE) is None:
-            await asyncio.sleep(0.01)
+    await eventually(lambda: names.cached(ALICE) is not None, "the late answer to be cached")
     assert await names.name_of(ALICE) == "Ally"
     assert len(fake_slack.calls_to("users.info")) == 1
 

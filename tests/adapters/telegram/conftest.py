@@ -9,9 +9,7 @@ real anthropic SDK.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +33,6 @@ from tests.gateway.conftest import write_config
 
 ALICE = User(id=1001, first_name="Alice", username="alice")
 BOB = User(id=1002, first_name="Bob")
-HANG_GUARD = 60.0
 
 
 @dataclass
@@ -100,20 +97,3 @@ async def start_telegram(
     yield start
     for run in started:
         await run.gateway.shutdown()
-
-
-async def eventually(predicate: Callable[[], Any], what: str, *, limit: float = HANG_GUARD) -> None:
-    """Wait until ``predicate()`` is true; the limit only stops a hang."""
-    deadline = time.monotonic() + limit
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
-async def eventually_async(predicate: Callable[[], Awaitable[Any]], what: str, *, limit: float = HANG_GUARD) -> None:
-    deadline = time.monotonic() + limit
-    while not await predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        await asyncio.sleep(0.05)

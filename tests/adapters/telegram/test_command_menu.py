@@ -6,11 +6,12 @@ import pytest
 from structlog.testing import capture_logs
 
 from gateway.commands import KNOWN
-from tests.adapters.telegram.conftest import ALICE, StartTelegram, eventually
+from tests.adapters.telegram.conftest import ALICE, StartTelegram
 from tests.adapters.telegram.test_webhook import free_port, webhook_config
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import TelegramAPI
 from tests.fakes.telegram_api.wire import Failure
+from tests.waiting import eventually
 
 SCOPES = ("all_private_chats", "all_group_chats")
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram, eventually
+from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import Chat, TelegramAPI, text_mention
 from tests.fakes.telegram_api.wire import as_bool
 from tests.gateway.conftest import spoken
+from tests.waiting import eventually
 
 BOT = "@switchboard_test_bot"
 

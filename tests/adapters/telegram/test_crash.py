@@ -29,11 +29,15 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import BotMessage, TelegramAPI, User
 from tests.gateway.conftest import write_config
 from tests.gateway.processes import REPO, clean_env
-from tests.gateway.processes import until as wait_until
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.timeout(300)  # starts the real gateway process, several times: slow on a busy machine
 
 CHATS = 20
 PER_CHAT = 10
@@ -54,7 +58,7 @@ def launch(home: Path, config: Path) -> subprocess.Popen[bytes]:
 
 
 async def until(predicate: Callable[[], bool], process: subprocess.Popen[bytes], what: str) -> None:
-    await wait_until(predicate, process, what, limit=HANG_GUARD)
+    await eventually(predicate, what, process=process, timeout=HANG_GUARD)
 
 
 def named(replies: list[BotMessage]) -> Counter[str]:
@@ -98,7 +102,7 @@ async def test_sigkill_mid_burst_over_telegram_loses_nothing_and_answers_once_in
         for index, (user, text) in enumerate(messages, 1):
             await api.say(user, text)
             if index % CHATS == 0:
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(0.1)  # pacing, part of the scenario: users write over time, not all at once
 
     feeder: asyncio.Task[None] | None = None
     try:

@@ -16,8 +16,9 @@ from structlog.testing import capture_logs
 from adapters.contract import AdapterState, ChatType, InboundMessage
 from adapters.telegram import TelegramAdapter, TelegramSettings
 from adapters.telegram.polling import PollingSettings
-from tests.adapters.telegram.conftest import ALICE, eventually
+from tests.adapters.telegram.conftest import ALICE
 from tests.fakes.telegram_api import Chat, TelegramAPI
+from tests.waiting import eventually
 
 
 class SlowIntake:

@@ -17,17 +17,21 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import pytest
 from structlog.testing import capture_logs
 
 from adapters.contract import InboundMessage
 from adapters.telegram import TelegramAdapter, TelegramSettings
-from tests.adapters.telegram.conftest import ALICE, StartTelegram, TelegramRun, eventually, telegram_section
+from tests.adapters.telegram.conftest import ALICE, StartTelegram, TelegramRun, telegram_section
 from tests.adapters.telegram.test_crash import launch
 from tests.adapters.telegram.test_webhook import SECRET, free_port, webhook_config
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import TelegramAPI, User
 from tests.gateway.conftest import write_config
-from tests.gateway.processes import terminate, until
+from tests.gateway.processes import terminate
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.timeout(300)  # starts the real gateway process, several times: slow on a busy machine
 
 STRANGER = User(id=6666, first_name="Mallory")
 HALF = "\ud800"
@@ -137,13 +141,13 @@ async def test_a_strangers_poison_does_not_stop_switchboard_run_answering_others
     log_path = home / "logs" / "gateway.log"
     process = launch(home, config)
     try:
-        await until(lambda: log_path.exists() and "gateway.started" in log_path.read_text("utf-8"), process,
-                    "the start", limit=HANG_GUARD)  # fmt: skip
+        await eventually(lambda: log_path.exists() and "gateway.started" in log_path.read_text("utf-8"), "the start",
+                         process=process, timeout=HANG_GUARD)  # fmt: skip
         poison = await send_poison(telegram_api)
         await telegram_api.say(ALICE, "hello after the poison")
-        await until(lambda: any(m.chat_id == ALICE.id for m in telegram_api.sent), process, "Alice's answer",
-                    limit=HANG_GUARD)  # fmt: skip
-        await until(lambda: not telegram_api.updates, process, "every update confirmed", limit=HANG_GUARD)
+        await eventually(lambda: any(m.chat_id == ALICE.id for m in telegram_api.sent), "Alice's answer",
+                         process=process, timeout=HANG_GUARD)  # fmt: skip
+        await eventually(lambda: not telegram_api.updates, "every update confirmed", process=process, timeout=HANG_GUARD)
     finally:
         code = await terminate(process, limit=HANG_GUARD)
     assert code == 0, (home / "stderr.txt").read_text("utf-8")[-3000:]

@@ -12,11 +12,11 @@ from adapters.contract import (
     RateLimited,
     RecipientUnavailable,
     TransientDeliveryError,
-)
-from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram, eventually
+from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import Chat, Failure, TelegramAPI, utf16_length
 from tests.gateway.conftest import settled
+from tests.waiting import eventually
 
 
 def long_reply() -> str:

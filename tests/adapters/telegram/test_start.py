@@ -7,11 +7,12 @@ from structlog.testing import capture_logs
 
 from adapters.contract import AdapterError, AdapterState
 from adapters.telegram import TelegramAdapter, TelegramSettings
-from tests.adapters.telegram.conftest import ALICE, StartTelegram, eventually, eventually_async
+from tests.adapters.telegram.conftest import ALICE, StartTelegram
 from tests.adapters.telegram.test_polling import health_matches, polling_timings
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import TelegramAPI
 from tests.fakes.telegram_api.wire import Failure
+from tests.waiting import eventually
 
 
 async def test_telegram_unreachable_at_start_is_retried_in_the_background(
@@ -28,7 +29,7 @@ async def test_telegram_unreachable_at_start_is_retried_in_the_background(
     assert len(telegram_api.calls_to("getMe")) >= 3
     events = [entry["event"] for entry in logs]
     assert "telegram.start_deferred" in events and "telegram.connected" in events
-    await eventually_async(health_matches(run, "running", "long polling"), "telegram to report running")
+    await eventually(health_matches(run, "running", "long polling"), "telegram to report running")
 
 
 async def test_a_start_that_never_reaches_telegram_stays_degraded_not_failed(
@@ -39,7 +40,7 @@ async def test_a_start_that_never_reaches_telegram_stays_degraded_not_failed(
     await eventually(lambda: len(telegram_api.calls_to("getMe")) >= 3, "a few attempts")
     status = run.adapter.status()
     assert status.state is AdapterState.DEGRADED and "getMe failed" in status.detail, status
-    await eventually_async(health_matches(run, "degraded", "trying again"), "/health to show the retrying")
+    await eventually(health_matches(run, "degraded", "trying again"), "/health to show the retrying")
 
 
 async def test_a_rejected_token_fails_at_once_with_what_to_do(telegram_api: TelegramAPI) -> None:

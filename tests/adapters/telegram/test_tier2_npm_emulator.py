@@ -27,10 +27,11 @@ from aiogram.types import User as TgUser
 
 from adapters.telegram import TelegramAdapter
 from tests.adapters.npm_packages import npm_install
-from tests.adapters.telegram.conftest import HANG_GUARD, StartTelegram
+from tests.adapters.telegram.conftest import StartTelegram
 from tests.adapters.telegram.test_webhook import free_port
 from tests.fakes.model_server import ModelServer, Text
 from tests.gateway.processes import REPO
+from tests.waiting import HANG_GUARD, eventually
 
 pytestmark = pytest.mark.tier2
 
@@ -64,7 +65,7 @@ async def shim(make_request: Any, bot: Bot, method: Any) -> Any:
         return TgUser(id=bot.id, is_bot=True, first_name="Switchboard", username="switchboard_npm_bot")
     result = await make_request(bot, method)
     if isinstance(method, GetUpdates) and not result:
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.2)  # the emulator does not long-poll: this stands in for the server's wait
     return result
 
 
@@ -106,13 +107,14 @@ async def test_dm_round_trip_against_telegram_test_api(start_telegram: StartTele
         async with aiohttp.ClientSession() as http:
             async with http.post(f"{base}/sendMessage", json=user_message) as response:
                 assert response.status == 200
-            history: list[Any] = []
-            for _ in range(int(HANG_GUARD / 0.1)):
+
+            async def answered() -> list[Any] | None:
                 async with http.post(f"{base}/getUpdatesHistory", json={"token": TOKEN}) as response:
                     history = (await response.json())["result"]
-                if "npm says: hello npm" in json.dumps(history) and not await run.store.outbox_pending():
-                    break
-                await asyncio.sleep(0.1)
+                done = "npm says: hello npm" in json.dumps(history) and not await run.store.outbox_pending()
+                return history if done else None
+
+            history = await eventually(answered, "the reply in the emulator's history", interval=0.1)
         assert json.dumps(history).count("npm says: hello npm") == 1
         with closing(sqlite3.connect(run.loaded.db_path)) as db:
             assert db.execute("SELECT status FROM outbox").fetchall() == [("sent",)]

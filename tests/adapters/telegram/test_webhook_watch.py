@@ -11,10 +11,11 @@ import pytest
 from structlog.testing import capture_logs
 
 from adapters.telegram import TelegramAdapter
-from tests.adapters.telegram.conftest import ALICE, StartTelegram, TelegramRun, eventually, eventually_async
+from tests.adapters.telegram.conftest import ALICE, StartTelegram, TelegramRun
 from tests.adapters.telegram.test_webhook import SECRET, free_port, webhook_config
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import TelegramAPI
+from tests.waiting import eventually
 
 TLS_PROBLEM = "SSL error {error:0A000086:SSL routines::certificate verify failed}"
 
@@ -58,7 +59,7 @@ async def test_telegram_failing_to_reach_the_webhook_degrades_health_once_and_re
         # Telegram's deliveries fail (as when the proxy in front has a bad certificate); a user writes.
         telegram_api.webhook_unreachable = TLS_PROBLEM
         await telegram_api.say(ALICE, "can you hear me?")
-        await eventually_async(health_is(run, "degraded", TLS_PROBLEM, "1 update(s) waiting", f"127.0.0.1:{port}",
+        await eventually(health_is(run, "degraded", TLS_PROBLEM, "1 update(s) waiting", f"127.0.0.1:{port}",
                                          "TLS certificate and any proxy"), "the failing webhook in health")  # fmt: skip
         await more_checks(telegram_api, 5)
         assert (await telegram_status(run))["state"] == "degraded"
@@ -69,7 +70,7 @@ async def test_telegram_failing_to_reach_the_webhook_degrades_health_once_and_re
         # The path is fixed: Telegram delivers the waiting update, and health says running again.
         telegram_api.webhook_unreachable = None
         [reply] = await telegram_api.wait_sent(1)
-        await eventually_async(health_is(run, "running", "webhook"), "recovery in health")
+        await eventually(health_is(run, "running", "webhook"), "recovery in health")
     assert reply.visible == "re: can you hear me?"
     # The update itself ends the episode (Telegram still counts it as waiting until we answer it).
     recovered = [entry for entry in logs if entry["event"] == "telegram.webhook.recovered"]
@@ -98,11 +99,11 @@ async def test_only_a_fresh_error_with_updates_waiting_counts_and_a_cleared_one_
     assert (await telegram_status(run))["state"] == "running"
 
     telegram_api.webhook_info["pending_update_count"] = 4
-    await eventually_async(health_is(run, "degraded", "Connection timed out", "4 update(s) waiting"), "degraded")
+    await eventually(health_is(run, "degraded", "Connection timed out", "4 update(s) waiting"), "degraded")
 
     # Telegram no longer reports updates stuck behind an error: running again.
     telegram_api.webhook_info = {"pending_update_count": 0}
-    await eventually_async(health_is(run, "running", "webhook"), "recovery once the error cleared")
+    await eventually(health_is(run, "running", "webhook"), "recovery once the error cleared")
 
 
 @pytest.mark.parametrize("intruder", ["https://someone-else.example/hook", None], ids=["replaced", "deleted"])
