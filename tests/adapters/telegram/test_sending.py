@@ -12,6 +12,7 @@ from adapters.contract import (
     RateLimited,
     RecipientUnavailable,
     TransientDeliveryError,
+)
 from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import Chat, Failure, TelegramAPI, utf16_length
