@@ -20,6 +20,7 @@ from storage.errors import (
     fault_of,
 )
 from storage.ids import new_session_id
+from storage.ledger import TurnEnd
 from storage.lineage import END_COMPRESSION
 from storage.messages import MessageAppend
 from storage.records import (
@@ -69,6 +70,7 @@ __all__ = [
     "TitleError",
     "TitleInUseError",
     "ToolCallRecord",
+    "TurnEnd",
     "Usage",
     "UsageTotals",
     "WriteFailedError",
