@@ -38,6 +38,7 @@ import structlog
 from gateway.database_health import DatabaseHealth
 from gateway.delivery import Delivery
 from gateway.events import InboundMessage
+from gateway.inbound_ledger import InboundLedger, Outcome, Reply
 from gateway.logs import bind, short_turn_id, turn_id_for
 from gateway.metrics import Metrics
 from gateway.turns import TURN_FAILED_NOTICE
@@ -80,6 +81,7 @@ class TurnRetry:
         *,
         store: Store,
         delivery: Delivery,
+        ledger: InboundLedger,
         health: DatabaseHealth,
         metrics: Metrics,
         policy: TurnRetryPolicy = TurnRetryPolicy(),
@@ -88,6 +90,7 @@ class TurnRetry:
         self._metrics = metrics
         self._store = store
         self._delivery = delivery
+        self._ledger = ledger
         self._health = health
         self._policy = policy
         self._stopping = asyncio.Event()
@@ -202,10 +205,6 @@ class TurnRetry:
         )  # fmt: skip
 
     async def _apologise(self, batch: Sequence[InboundMessage], turn_id: str) -> None:
-        """The turn kept breaking on our side: the apology answers its messages (marked done with it)."""
-        first = batch[0]
-        await self._delivery.send_text(
-            turn_id=turn_id, platform=first.platform, chat_id=first.chat_id, thread_id=first.thread_id,
-            reply_to=batch[-1].message_id, text=TURN_FAILED_NOTICE.format(ref=short_turn_id(turn_id)), answers=batch,
-        )  # fmt: skip
-
+        """The turn kept breaking on our side: the apology answers its messages (they are given up with it)."""
+        reply = Reply.to(batch, turn_id, TURN_FAILED_NOTICE.format(ref=short_turn_id(turn_id)))
+        await self._delivery.deliver(await self._ledger.settle(batch, Outcome.GIVEN_UP, reply=reply))
