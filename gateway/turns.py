@@ -247,7 +247,7 @@ class TurnRunner:
         first = turn.first
         # Summarising is a model call of its own, often the longest part of such a turn: show typing.
         async with typing(self._adapters[first.platform], first.chat_id, first.thread_id):
-            result = await hygiene.compact(turn.history, agent.compressor, verdict)
+            result = await hygiene.compact(turn.history, agent, verdict)
         if result.compacted:
             session.record = await self._conversations.split(await session.settled(), result.messages)
             turn.history = list(result.messages)
