@@ -11,8 +11,10 @@ In order, each step with a reason in the log:
 5. other commands are answered at once, even while a turn runs;
 6. everything else goes onto its session's lane.
 
-Messages accepted before a restart but never finished go through steps 2 - 6
-again, in arrival order, in :meth:`Intake.replay` before new ones are let through.
+Every way out of steps 2 - 5 settles the event (``gateway/inbound_ledger.py``): ignored,
+or handled as a command; a queued message is settled by its turn. Messages accepted
+before a restart but never settled go through steps 2 - 6 again, in arrival order, in
+:meth:`Intake.replay` before new ones are let through.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ fails:
   meets it, that the bot cannot answer until its operator repairs the database: it does not heal
   while the gateway runs;
 * on anything else (a bug in our own code) it tries :data:`BUG_TRIES` times in all, then sends the
-  turn's apology (``TURN_FAILED_NOTICE``, with the ``turn=`` reference) and the messages count as
-  answered, as they do when the model part of a turn breaks.
+  turn's apology (``TURN_FAILED_NOTICE``, with the ``turn=`` reference), which settles the
+  messages as given up (``gateway/inbound_ledger.py``), as when the model part of a turn breaks.
 
 Every fault goes to :class:`gateway.database_health.DatabaseHealth` (/health, one log line a
 minute). When the gateway stops, waiting turns stop waiting: they are answered on the next start.
