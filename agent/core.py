@@ -204,10 +204,18 @@ class AgentSession:
         advisor.record_write(user_time, ttl)
         return ttl
 
-    async def compact(self, history: Sequence[ChatMessage], *, focus: str | None = None) -> CompressionResult:
-        """Compact now (``/compress``, gateway hygiene), whatever the thresholds say."""
+    async def compact(
+        self, history: Sequence[ChatMessage], *, focus: str | None = None, current_tokens: int | None = None
+    ) -> CompressionResult:
+        """Compact now (``/compress``, gateway hygiene), whatever the thresholds say.
+
+        The one way into the session's compressor from outside a turn: it holds the session's lock,
+        as :meth:`run_turn` (whose compactions happen inside) does, so a compaction never runs while
+        another one, or a turn, is under way; it waits for it. ``current_tokens``: the prompt size
+        the caller measured, when known.
+        """
         async with self._lock:
-            return await self.compressor.compress(list(history), focus=focus, force=True)
+            return await self.compressor.compress(list(history), current_tokens=current_tokens, focus=focus, force=True)
 
 
 class NewShare:

@@ -35,6 +35,7 @@ from gateway.conversations import Conversations
 from gateway.database_health import DatabaseHealth
 from gateway.delivery import Delivery, DeliveryPolicy
 from gateway.health import HealthServer
+from gateway.inbound_ledger import InboundLedger, Outcome
 from gateway.intake import Intake
 from gateway.lanes import Lanes
 from gateway.memory_scope import move_global_memory
@@ -92,10 +93,12 @@ class Gateway:
         )
         hints = PlatformHints(self._by_platform, settings.agent.platform_hints)
         self.conversations = Conversations(store, agent, settings.sessions, clock=clock, platform_hint=hints)
+        self._ledger = InboundLedger(store, self.delivery, self.metrics)
         runner = TurnRunner(
             store=store,
             conversations=self.conversations,
             delivery=self.delivery,
+            ledger=self._ledger,
             adapters=self._by_platform,
             metrics=self.metrics,
             compression=settings.compression,
@@ -107,8 +110,8 @@ class Gateway:
         self.database = DatabaseHealth(loaded.db_path)
         retry_policy = TurnRetryPolicy(notice_after=settings.gateway.database_retry_notice_after,
                                        max_pause=settings.gateway.database_retry_max_delay)  # fmt: skip
-        self._retry = TurnRetry(runner.run, store=store, delivery=self.delivery, health=self.database,
-                                metrics=self.metrics, policy=retry_policy)  # fmt: skip
+        self._retry = TurnRetry(runner.run, store=store, delivery=self.delivery, ledger=self._ledger,
+                                health=self.database, metrics=self.metrics, policy=retry_policy)  # fmt: skip
         self.lanes: Lanes[InboundMessage] = Lanes(
             self._retry,
             self._tasks,
@@ -123,20 +126,19 @@ class Gateway:
         access.policies.update(extra_access or {})
         pairing = Pairing(store)
         commands = CommandHandlers(
-            store=store, conversations=self.conversations, lanes=self.lanes, delivery=self.delivery,
-            access=access, pairing=pairing, memories=agent.memories, clock=clock,
+            store=store, conversations=self.conversations, lanes=self.lanes, access=access, pairing=pairing,
+            memories=agent.memories, clock=clock,
         )  # fmt: skip
         self.intake = Intake(
             store=store, access=access, pairing=pairing, lanes=self.lanes, commands=commands, delivery=self.delivery,
-            tracker=self._tasks, metrics=self.metrics, group_per_user=settings.sessions.group_per_user,
-            bot_username=self._bot_username,
+            ledger=self._ledger, tracker=self._tasks, metrics=self.metrics,
+            group_per_user=settings.sessions.group_per_user, bot_username=self._bot_username,
         )  # fmt: skip
 
     async def _turn_stopped(self, lane: str, batch: list[InboundMessage]) -> None:
         """A turn stopped by the user (or interrupted by a newer message) counts as answered."""
         try:
-            for message in batch:
-                await self._store.inbox_mark_done(message.platform, message.event_id)
+            await self._ledger.settle(batch, Outcome.STOPPED)
         except StorageError as error:  # a failing database (a stopped turn may have been waiting for it)
             log.warning("turn.stopped_unrecorded", session_key=lane, error=str(error),
                         hint="the stopped message is answered on the next start")  # fmt: skip
@@ -185,7 +187,7 @@ class Gateway:
                 log.warning("inbound.replay_rejected", platform=record.platform, event_id=record.event_id,
                             reason=f"{type(error).__name__}: {error}"[:300],
                             hint="this stored message is not answered; everything else is")  # fmt: skip
-                await self._store.inbox_mark_done(record.platform, record.event_id)
+                await self._ledger.settle([(record.platform, record.event_id)], Outcome.GIVEN_UP)
         return messages
 
     async def _start_adapter(self, adapter: Adapter) -> bool:

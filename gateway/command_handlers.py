@@ -12,7 +12,6 @@ from agent import MemoryBank
 from gateway.access import AccessControl
 from gateway.commands import HELP_TEXT, Command
 from gateway.conversations import Conversations
-from gateway.delivery import Delivery
 from gateway.lanes import Lanes
 from gateway.memory_commands import MemoryCommands
 from gateway.pairing import Pairing
@@ -29,7 +28,6 @@ class CommandHandlers:
         store: Store,
         conversations: Conversations,
         lanes: Lanes[InboundMessage],
-        delivery: Delivery,
         access: AccessControl,
         pairing: Pairing,
         memories: MemoryBank,
@@ -38,7 +36,6 @@ class CommandHandlers:
         self._store = store
         self._conversations = conversations
         self._lanes = lanes
-        self._delivery = delivery
         self._access = access
         self._pairing = pairing
         self._clock = clock
@@ -55,17 +52,10 @@ class CommandHandlers:
             "whoami": self._whoami,
         }
 
-    async def handle(self, command: Command, message: InboundMessage, key: SessionKey) -> None:
+    async def handle(self, command: Command, message: InboundMessage, key: SessionKey) -> str:
+        """Run ``command``; returns its answer, which the intake sends as the command's settlement."""
         log.info("command.received", command=command.name, platform=message.platform, chat=message.chat_id)
-        text = await self._handlers[command.name](command, message, key)
-        await self._delivery.send_text(
-            turn_id=f"command:{message.platform}:{message.event_id}",
-            platform=message.platform,
-            chat_id=message.chat_id,
-            thread_id=message.thread_id,
-            reply_to=message.message_id,
-            text=text,
-        )
+        return await self._handlers[command.name](command, message, key)
 
     async def _help(self, command: Command, message: InboundMessage, key: SessionKey) -> str:
         return HELP_TEXT

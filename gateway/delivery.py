@@ -1,8 +1,12 @@
 """Delivery: the one path every message the bot sends takes.
 
 A reply is rendered once into the platform's dialect and cut into chunks that
-fit its limit; every chunk is written to the outbox before it is sent and
-marked with the platform's message id after. Per chat, chunks go out strictly
+fit its limit (:meth:`Delivery.chunks`); every chunk is written to the outbox
+before it is sent and marked with the platform's message id after. A turn's
+reply is written by the turn's end, with the events it answers
+(``gateway/inbound_ledger.py``), and handed to :meth:`Delivery.deliver`;
+:meth:`Delivery.send_text` records and sends anything else (a command's
+answer, a notice, tool progress). Per chat, chunks go out strictly
 in order, and a 429 holds back that chat (and only that chat) for the
 ``retry_after`` the platform asked for. When the platform rejects a chunk's
 markup, that chunk is sent again as plain text. After a restart,
@@ -47,7 +51,6 @@ from adapters.contract import (
     Adapter,
     AdapterError,
     DeliveryError,
-    InboundMessage,
     Markup,
     MarkupRejected,
     OutboundMessage,
@@ -59,7 +62,7 @@ from gateway.keyed_locks import KeyedLocks
 from gateway.logs import bind, short_turn_id
 from gateway.metrics import Metrics
 from gateway.redaction import redactor
-from storage import MessageAppend, OutboxChunk, OutboxRecord, Store
+from storage import OutboxChunk, OutboxRecord, Store
 
 log = structlog.get_logger("gateway.delivery")
 
@@ -118,20 +121,14 @@ class Delivery:
         thread_id: str | None = None,
         reply_to: str | None = None,
         text: str,
-        answers: Sequence[InboundMessage] = (),
-        append: MessageAppend | None = None,
     ) -> list[str]:
-        """Render, record and send ``text`` (model Markdown); returns the platform message ids sent.
-
-        ``answers`` are the inbound messages this text replies to: they are marked done in the same
-        commit as the outbox rows (from then on the outbox owns the reply, and a restart sends
-        what is still pending), which saves the turn a round trip to the database. ``append``:
-        the session messages this text delivers, stored in that commit too (both or neither).
+        """Render, record and send ``text`` (model Markdown) that answers no inbound event (a command's
+        answer, a notice); returns the platform message ids sent. A turn's reply is recorded with
+        the turn's end (``gateway/inbound_ledger.py``) and handed to :meth:`deliver`.
         """
         sent = await self.send_text_rows(
-            turn_id=turn_id, platform=platform, chat_id=chat_id, thread_id=thread_id, reply_to=reply_to, text=text,
-            answers=answers, append=append,
-        )  # fmt: skip
+            turn_id=turn_id, platform=platform, chat_id=chat_id, thread_id=thread_id, reply_to=reply_to, text=text
+        )
         return [message_id for _, message_id in sent if message_id]
 
     async def send_text_rows(
@@ -143,33 +140,37 @@ class Delivery:
         thread_id: str | None = None,
         reply_to: str | None = None,
         text: str,
-        answers: Sequence[InboundMessage] = (),
-        append: MessageAppend | None = None,
     ) -> list[tuple[OutboxRecord, str | None]]:
         """Like :meth:`send_text`, with each chunk's outbox row (as queued) and its message id or None.
 
         The row is what a later :meth:`edit_text` takes.
         """
-        adapter = self._adapters[platform]
-        chunks = self._render(adapter, redactor.credentials(text))
-        if not chunks and not answers and append is None:
+        chunks = self.chunks(platform, text, reply_to=reply_to)
+        if not chunks:
             return []
+        return await self.deliver(await self._store.outbox_add(turn_id, platform, chat_id, thread_id, chunks))
+
+    def chunks(self, platform: str, text: str, *, reply_to: str | None = None) -> list[OutboxChunk]:
+        """``text`` (model Markdown) masked, rendered for ``platform`` and cut to its limit, as outbox chunks.
+
+        The first chunk replies to ``reply_to``. Blank text gives none.
+        """
+        adapter = self._adapters[platform]
         markup = adapter.capabilities.markup.value
-        # The events this reply answers are marked done in the same transaction as its rows (and
-        # the messages it delivers are stored there too): a crash leaves the reply queued with its
-        # events done, or neither (the turn then runs again). Blank text queues no rows.
-        records = await self._store.outbox_add(
-            turn_id,
-            platform,
-            chat_id,
-            thread_id,
-            [
-                OutboxChunk(text=chunk.text, plain=chunk.plain, markup=markup, reply_to=reply_to if i == 0 else None)
-                for i, chunk in enumerate(chunks)
-            ],
-            answered=[(m.platform, m.event_id) for m in answers],
-            append=append,
-        )
+        return [
+            OutboxChunk(text=chunk.text, plain=chunk.plain, markup=markup, reply_to=reply_to if i == 0 else None)
+            for i, chunk in enumerate(self._render(adapter, redactor.credentials(text)))
+        ]
+
+    async def deliver(self, records: Sequence[OutboxRecord]) -> list[tuple[OutboxRecord, str | None]]:
+        """Send the chunks of one message, recorded in the outbox, in order; each row with its message id or None.
+
+        A chunk already delivered is not sent again (a replayed turn gets its old rows back).
+        """
+        if not records:
+            return []
+        platform, chat_id = records[0].platform, records[0].chat_id
+        adapter = self._adapters[platform]
         # One reply's chunks go out together: another reply to the chat (a command's answer, another
         # user's turn in a group) waits for the chat's lock instead of landing between them.
         async with self._chat_locks.hold((platform, chat_id)):

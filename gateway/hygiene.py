@@ -10,9 +10,11 @@ so before each turn the gateway checks the stored history against
   estimate of the stored history;
 * only with compression enabled and at least 4 stored messages.
 
-When it fires, the agent's compressor compacts the history and the caller
-splits the session into a lineage child. Success is quiet for the user; a
-failure drops nothing and the turn still runs.
+When it fires, the agent session compacts the history (``AgentSession.compact``:
+the same entry and lock as ``/compress``, and as the compactions inside a turn,
+so it waits for any other compaction of the session) and the caller splits the
+session into a lineage child. Success is quiet for the user; a failure drops
+nothing and the turn still runs.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Literal
 
 import structlog
 
-from agent import ChatMessage, CompressionResult, ContextEngine
+from agent import AgentSession, ChatMessage, CompressionResult
 
 log = structlog.get_logger("gateway.hygiene")
 
@@ -57,8 +59,8 @@ def check(
     return HygieneCheck(fire=fire, tokens=tokens, source=source, threshold=threshold)  # type: ignore[arg-type]
 
 
-async def compact(history: Sequence[ChatMessage], engine: ContextEngine, verdict: HygieneCheck) -> CompressionResult:
-    """Compact ``history``; the caller persists ``result.messages`` as a lineage child when compacted."""
+async def compact(history: Sequence[ChatMessage], session: AgentSession, verdict: HygieneCheck) -> CompressionResult:
+    """Compact ``history`` through the agent session; the caller persists ``result.messages`` as a lineage child."""
     log.info(
         "hygiene.compacting",
         messages=len(history),
@@ -66,7 +68,7 @@ async def compact(history: Sequence[ChatMessage], engine: ContextEngine, verdict
         source=verdict.source,
         threshold=verdict.threshold,
     )
-    result = await engine.compress(list(history), current_tokens=verdict.tokens, force=True)
+    result = await session.compact(history, current_tokens=verdict.tokens)
     if result.compacted:
         log.info(
             "hygiene.compacted",

@@ -11,8 +11,10 @@ In order, each step with a reason in the log:
 5. other commands are answered at once, even while a turn runs;
 6. everything else goes onto its session's lane.
 
-Messages accepted before a restart but never finished go through steps 2 - 6
-again, in arrival order, in :meth:`Intake.replay` before new ones are let through.
+Every way out of steps 2 - 5 settles the event (``gateway/inbound_ledger.py``): ignored,
+or handled as a command; a queued message is settled by its turn. Messages accepted
+before a restart but never settled go through steps 2 - 6 again, in arrival order, in
+:meth:`Intake.replay` before new ones are let through.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from gateway.access import AccessControl, Verdict
 from gateway.command_handlers import CommandHandlers
 from gateway.commands import Command, for_another_bot, parse_command
 from gateway.delivery import Delivery
+from gateway.inbound_ledger import InboundLedger, Outcome, Reply
 from gateway.lanes import Lanes
 from gateway.logs import short_turn_id, turn_id_for
 from gateway.metrics import Metrics
@@ -48,6 +51,7 @@ class Intake:
         lanes: Lanes[InboundMessage],
         commands: CommandHandlers,
         delivery: Delivery,
+        ledger: InboundLedger,
         tracker: TaskTracker,
         metrics: Metrics,
         group_per_user: bool,
@@ -59,6 +63,7 @@ class Intake:
         self._lanes = lanes
         self._commands = commands
         self._delivery = delivery
+        self._ledger = ledger
         self._tracker = tracker
         self._metrics = metrics
         self._group_per_user = group_per_user
@@ -131,33 +136,31 @@ class Intake:
     async def _ignore(self, message: InboundMessage, reason: str, fields: dict[str, str]) -> None:
         self._metrics.ignored.inc(message.platform, _reason_label(reason))
         log.debug("inbound.ignored", reason=reason, **fields)
-        await self._store.inbox_mark_done(message.platform, message.event_id)
+        await self._ledger.settle([message], Outcome.IGNORED)
 
     def _spawn_command(self, command: Command, message: InboundMessage, key: SessionKey) -> None:
         async def run() -> None:
+            answer = None
             try:
-                await self._commands.handle(command, message, key)
-            finally:
-                await self._store.inbox_mark_done(message.platform, message.event_id)
+                answer = await self._commands.handle(command, message, key)
+            finally:  # a command that failed is settled too: running it again would fail the same way
+                reply = Reply.to([message], f"command:{message.platform}:{message.event_id}", answer or "")
+                await self._delivery.deliver(await self._ledger.settle([message], Outcome.COMMAND, reply=reply))
 
         self._tracker.spawn(run(), name=f"command:{message.platform}:{message.event_id}")
 
     async def _offer_pairing(self, message: InboundMessage) -> None:
+        reply = None
         try:
             code = await self._pairing.offer(message.platform, message.user_id, message.user_name, message.chat_id)
             if code is not None:
-                await self._delivery.send_text(
-                    turn_id=f"pairing:{message.platform}:{message.event_id}",
-                    platform=message.platform,
-                    chat_id=message.chat_id,
-                    text=pairing_message(code, message.platform, message.user_id),
-                )
+                reply = Reply(f"pairing:{message.platform}:{message.event_id}", pairing_message(code, message.platform,
+                              message.user_id), message.chat_id)  # fmt: skip
             log.info("inbound.ignored", reason="unknown user: pairing code offered" if code else
                      "unknown user: pairing code already offered recently", platform=message.platform,
                      user=message.user_id)  # fmt: skip
         finally:
-            await self._store.inbox_mark_done(message.platform, message.event_id)
-
+            await self._delivery.deliver(await self._ledger.settle([message], Outcome.IGNORED, reply=reply))
 
 def _reason_label(reason: str) -> str:
     """A short, bounded label for the metric (the full reason goes to the log)."""

@@ -100,6 +100,11 @@ class Metrics(Collector):
     def __init__(self) -> None:
         self.inbound = Count("switchboard_inbound_total", "Inbound messages accepted", ["platform"])
         self.ignored = Count("switchboard_inbound_ignored_total", "Inbound messages not answered, by reason", ["platform", "reason"])
+        self.settled = Count(
+            "switchboard_inbound_settled_total",
+            "Inbound messages finished: answered, command, ignored, stopped, given_up",
+            ["platform", "outcome"],
+        )
         self.duplicates = Count(
             "switchboard_inbound_duplicates_total", "Redelivered inbound events recognised and skipped", ["platform"]
         )

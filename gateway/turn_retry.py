@@ -16,8 +16,8 @@ fails:
   meets it, that the bot cannot answer until its operator repairs the database: it does not heal
   while the gateway runs;
 * on anything else (a bug in our own code) it tries :data:`BUG_TRIES` times in all, then sends the
-  turn's apology (``TURN_FAILED_NOTICE``, with the ``turn=`` reference) and the messages count as
-  answered, as they do when the model part of a turn breaks.
+  turn's apology (``TURN_FAILED_NOTICE``, with the ``turn=`` reference), which settles the
+  messages as given up (``gateway/inbound_ledger.py``), as when the model part of a turn breaks.
 
 Every fault goes to :class:`gateway.database_health.DatabaseHealth` (/health, one log line a
 minute). When the gateway stops, waiting turns stop waiting: they are answered on the next start.
@@ -39,6 +39,7 @@ from tenacity import RetryCallState, wait_exponential
 from adapters.contract import InboundMessage
 from gateway.database_health import DatabaseHealth
 from gateway.delivery import Delivery
+from gateway.inbound_ledger import InboundLedger, Outcome, Reply
 from gateway.logs import bind, short_turn_id, turn_id_for
 from gateway.metrics import Metrics
 from gateway.turns import TURN_FAILED_NOTICE
@@ -83,6 +84,7 @@ class TurnRetry:
         *,
         store: Store,
         delivery: Delivery,
+        ledger: InboundLedger,
         health: DatabaseHealth,
         metrics: Metrics,
         policy: TurnRetryPolicy = TurnRetryPolicy(),
@@ -91,6 +93,7 @@ class TurnRetry:
         self._metrics = metrics
         self._store = store
         self._delivery = delivery
+        self._ledger = ledger
         self._health = health
         self._policy = policy
         self._stopping = asyncio.Event()
@@ -205,10 +208,6 @@ class TurnRetry:
         )  # fmt: skip
 
     async def _apologise(self, batch: Sequence[InboundMessage], turn_id: str) -> None:
-        """The turn kept breaking on our side: the apology answers its messages (marked done with it)."""
-        first = batch[0]
-        await self._delivery.send_text(
-            turn_id=turn_id, platform=first.platform, chat_id=first.chat_id, thread_id=first.thread_id,
-            reply_to=batch[-1].message_id, text=TURN_FAILED_NOTICE.format(ref=short_turn_id(turn_id)), answers=batch,
-        )  # fmt: skip
-
+        """The turn kept breaking on our side: the apology answers its messages (they are given up with it)."""
+        reply = Reply.to(batch, turn_id, TURN_FAILED_NOTICE.format(ref=short_turn_id(turn_id)))
+        await self._delivery.deliver(await self._ledger.settle(batch, Outcome.GIVEN_UP, reply=reply))

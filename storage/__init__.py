@@ -31,6 +31,7 @@ from storage.errors import (
 )
 from storage.faults import FaultSeam
 from storage.ids import new_session_id
+from storage.ledger import TurnEnd
 from storage.lineage import END_COMPRESSION
 from storage.messages import MessageAppend
 from storage.records import (
@@ -82,6 +83,7 @@ __all__ = [
     "TitleError",
     "TitleInUseError",
     "ToolCallRecord",
+    "TurnEnd",
     "Usage",
     "UsageTotals",
     "WriteFailedError",

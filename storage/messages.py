@@ -92,7 +92,7 @@ class AppendRequest:
 
 @dataclass(frozen=True, slots=True)
 class MessageAppend:
-    """Messages to store along with another write (``Store.outbox_add(..., append=...)``)."""
+    """A turn's final messages and their call's usage, stored with the rest of its end (``storage.ledger.TurnEnd``)."""
 
     session_id: str
     messages: Sequence[NewMessage]

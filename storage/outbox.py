@@ -55,8 +55,8 @@ _INSERT_COLUMNS: Final = (
 def add_all(conn: sqlite3.Connection, items: Sequence[Reply], now: float) -> list[list[OutboxRecord]]:
     """A bulk kind: queue several replies; per reply, its rows in chunk order (existing ones if queued before).
 
-    The inbox events each reply answers are marked done in the same transaction: a crash leaves
-    either the reply queued and its events done, or neither (and the turn runs again).
+    The inbox events each reply answers are marked done in the same transaction (how a turn ends:
+    ``storage/ledger.py``): a crash leaves either the reply queued and its events done, or neither.
     """
     rows = [
         (turn_id, platform, chat_id, thread_id, index, c.text, c.plain, c.markup, c.reply_to)

@@ -26,12 +26,11 @@ from collections.abc import Awaitable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from storage import inbox, lineage, messages, outbox, sessions
+from storage import inbox, ledger, lineage, messages, outbox, sessions
 from storage.engine.bulk import BulkWrite
 from storage.errors import SessionNotFoundError
 from storage.ids import new_session_id
 from storage.lifecycle import StoreLifecycle
-from storage.messages import MessageAppend
 from storage.records import (
     InboxRecord,
     MessageRecord,
@@ -285,34 +284,29 @@ class Store(StoreLifecycle):
         """Forget finished events done before ``older_than`` (epoch seconds); returns how many."""
         return await self._write(partial(inbox.prune, older_than=older_than))
 
-    def outbox_add(
-        self,
-        turn_id: str,
-        platform: str,
-        chat_id: str,
-        thread_id: str | None,
-        chunks: Sequence[str | OutboxChunk],
-        *,
-        answered: Sequence[tuple[str, str]] = (),
-        append: MessageAppend | None = None,
-    ) -> Awaitable[list[OutboxRecord]]:
-        """Queue a reply's chunks for delivery, in order; the same rows again if the turn was queued before.
+    def finish_turn(self, end: ledger.TurnEnd) -> Awaitable[list[OutboxRecord]]:
+        """End a turn in one transaction (``storage/ledger.py``): its final messages and their usage, the
+        reply's chunks in the outbox and the events it answers marked done, all or nothing.
 
-        ``answered``: inbox events ``(platform, event_id)`` this reply finishes, marked done in the
-        same transaction (as ``inbox_mark_done`` would, without a write of its own).
-        ``append``: messages (the reply itself, as the model wrote it) stored in that transaction
-        too, as ``append_messages`` would: both or neither (an unknown session queues no reply).
+        Returns the reply's rows in chunk order (the rows queued before, when the turn was finished
+        already). An unknown session stores and queues nothing (``SessionNotFoundError``).
+        """
+        self._check_open()
+        job = ledger.plan(end)
+        if isinstance(job, BulkWrite):
+            return self._writer.bulk(job)
+        return ledger.queued_rows(self._append(job))
+
+    def outbox_add(
+        self, turn_id: str, platform: str, chat_id: str, thread_id: str | None, chunks: Sequence[str | OutboxChunk]
+    ) -> Awaitable[list[OutboxRecord]]:
+        """Queue a message's chunks for delivery, in order; the same rows again if ``turn_id`` was queued before.
+
+        For what answers no inbound event (a notice, progress, the rest of an edit); a turn's
+        reply is queued by :meth:`finish_turn`.
         """
         queued = tuple(OutboxChunk(text=c) if isinstance(c, str) else c for c in chunks)
-        item = (turn_id, platform, chat_id, thread_id, queued, tuple(answered))
-        if append is None:
-            return self._bulk(outbox.add_all, item)
-        if not append.messages:
-            raise ValueError("an append along with a reply needs at least one message")
-        self._check_open()
-        then = BulkWrite(outbox.add_all, item)
-        return _then_outcome(self._append(messages.prepare_append(append.session_id, append.messages, append.usage,
-                                                                  then=then)))  # fmt: skip
+        return self._bulk(outbox.add_all, (turn_id, platform, chat_id, thread_id, queued, ()))
 
     def outbox_mark_sent(self, outbox_id: int, platform_message_id: str | None) -> Awaitable[bool]:
         return self._bulk(outbox.mark_sent_all, (outbox_id, platform_message_id))
@@ -342,11 +336,3 @@ class Store(StoreLifecycle):
     async def outbox_prune(self, older_than: float) -> int:
         """Forget sent or failed chunks settled before ``older_than``; returns how many."""
         return await self._write(partial(outbox.prune, older_than=older_than))
-
-
-async def _then_outcome(appended: asyncio.Future[Any]) -> Any:
-    """What the write riding on an append returned (the append is queued already)."""
-    _, outcome = await appended
-    if isinstance(outcome, BaseException):
-        raise outcome
-    return outcome

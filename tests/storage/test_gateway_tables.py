@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from storage import MessageAppend, NewMessage, OutboxChunk, PairingCode, SessionNotFoundError, Store, Usage
+from storage import OutboxChunk, PairingCode, Store
 
 
 async def test_inbox_accepts_each_event_once(store: Store) -> None:
@@ -102,79 +102,6 @@ async def test_queued_rows_come_back_as_the_database_holds_them(store: Store) ->
     for rows in (*fresh, *again):
         for row in rows:
             assert await store.outbox_get(row.id) == row
-
-
-async def test_a_queued_reply_finishes_the_events_it_answers(store: Store) -> None:
-    for n in range(3):
-        await store.inbox_accept("telegram", f"u{n}", "telegram:1", {"n": n})
-    rows = await store.outbox_add("turn-u0", "telegram", "1", None, ["answer"], answered=[("telegram", "u0"),
-                                                                                           ("telegram", "u1")])
-    assert [r.text for r in rows] == ["answer"]
-    assert [r.event_id for r in await store.inbox_unfinished()] == ["u2"]
-    # Queued again after a crash: the same rows, and the events stay done.
-    assert await store.outbox_add("turn-u0", "telegram", "1", None, ["answer"], answered=[("telegram", "u0")]) == rows
-    assert [r.event_id for r in await store.inbox_unfinished()] == ["u2"]
-
-
-async def test_a_reply_and_the_message_it_delivers_are_stored_together(store: Store) -> None:
-    session = await store.create_session(session_key="telegram:dm:1", platform="telegram", chat_id="1")
-    await store.append_messages(session.id, [NewMessage("user", "question")])
-    for n in range(2):
-        await store.inbox_accept("telegram", f"u{n}", "telegram:1", {"n": n})
-    usage = Usage(input_tokens=11, output_tokens=4, last_prompt_tokens=120, cost_usd=0.25)
-    reply = MessageAppend(session.id, [NewMessage("assistant", "the answer")], usage)
-    rows = await store.outbox_add("turn-u0", "telegram", "1", None, ["the answer"], answered=[("telegram", "u0")],
-                                  append=reply)  # fmt: skip
-    assert [(r.text, r.status) for r in rows] == [("the answer", "pending")]
-    assert [r.event_id for r in await store.inbox_unfinished()] == ["u1"]
-    assert [m.content for m in await store.load_messages(session.id)] == ["question", "the answer"]
-    fresh = await Store.open(store.path)  # straight from the database, no cache or open-session map
-    try:
-        stored = await fresh.get_session(session.id)
-        assert stored is not None and (stored.message_count, stored.input_tokens, stored.last_prompt_tokens) == (2, 11, 120)
-        assert await store.find_open_session("telegram:dm:1") == stored  # this store's map moved along
-        assert [m.content for m in await fresh.load_messages(session.id)] == ["question", "the answer"]
-    finally:
-        await fresh.close()
-
-
-async def test_a_reply_without_chunks_still_stores_its_message_and_finishes_its_events(store: Store) -> None:
-    session = await store.create_session(session_key="telegram:dm:1", platform="telegram", chat_id="1")
-    await store.inbox_accept("telegram", "u0", "telegram:1", {})
-    rows = await store.outbox_add("turn-u0", "telegram", "1", None, [], answered=[("telegram", "u0")],
-                                  append=MessageAppend(session.id, [NewMessage("assistant", "  ")]))  # fmt: skip
-    assert rows == [] and await store.outbox_pending() == []
-    assert await store.inbox_unfinished() == []
-    assert [m.content for m in await store.load_messages(session.id)] == ["  "]
-
-
-async def test_writes_are_queued_in_call_order_whether_or_not_they_carry_messages(store: Store) -> None:
-    session = await store.create_session(session_key="telegram:dm:1", platform="telegram", chat_id="1")
-    reply = store.outbox_add("turn-1", "telegram", "1", None, ["a"],
-                             append=MessageAppend(session.id, [NewMessage("assistant", "a")]))  # fmt: skip
-    later = store.append_messages(session.id, [NewMessage("user", "b")])
-    await asyncio.gather(later, reply)
-    assert [(m.seq, m.content) for m in await store.load_messages(session.id)] == [(1, "a"), (2, "b")]
-
-
-async def test_no_reply_is_queued_when_its_message_cannot_be_stored(store: Store) -> None:
-    await store.inbox_accept("telegram", "u0", "telegram:1", {})
-    orphan = MessageAppend("no-such-session", [NewMessage("assistant", "lost")])
-    with pytest.raises(SessionNotFoundError):
-        await store.outbox_add("turn-u0", "telegram", "1", None, ["lost"], answered=[("telegram", "u0")], append=orphan)
-    assert await store.outbox_pending() == []
-    assert [r.event_id for r in await store.inbox_unfinished()] == ["u0"]
-
-
-async def test_no_message_is_stored_when_its_reply_cannot_be_queued(store: Store) -> None:
-    session = await store.create_session(session_key="telegram:dm:1", platform="telegram", chat_id="1")
-    broken = OutboxChunk(text=None)  # type: ignore[arg-type]  # the outbox refuses a chunk without text
-    with pytest.raises(Exception, match="NOT NULL"):
-        await store.outbox_add("turn-x", "telegram", "1", None, [broken],
-                               append=MessageAppend(session.id, [NewMessage("assistant", "x")]))  # fmt: skip
-    assert await store.load_messages(session.id) == []
-    found = await store.find_open_session("telegram:dm:1")
-    assert found is not None and found.message_count == 0
 
 
 async def test_outbox_sent_and_failed(store: Store) -> None:
