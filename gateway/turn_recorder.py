@@ -117,8 +117,8 @@ def interrupted_tool_results(history: Sequence[ChatMessage]) -> list[ChatMessage
     Only the messages since the second most recent user message are looked at: every turn
     repairs its history before it runs, so anything older was repaired then, and a turn that
     crashed left its calls after its own user message (the last one when the turn is resumed,
-    the one before it when a new message came first). Reading the whole history every turn
-    made a long session's turns slower and slower.
+    the one before it when a new message came first). So the repair does not grow with the
+    session's length.
     """
     tail = history[_recent_turns_start(history) :]
     answered = {m.tool_call_id for m in tail if m.role == "tool"}

@@ -11,7 +11,7 @@ import asyncio
 
 from structlog.testing import capture_logs
 
-from gateway.events import ChatType
+from adapters.contract import ChatType
 from gateway.session_key import SessionKey
 from tests.fakes.model_server import ModelServer
 from tests.gateway.conftest import GatewayFactory

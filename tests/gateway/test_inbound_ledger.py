@@ -11,7 +11,7 @@ import contextlib
 import sqlite3
 
 from gateway.access import AccessPolicy
-from gateway.events import ChatType
+from adapters.contract import ChatType
 from tests.fakes.model_server import ModelServer, Text, ToolCalls, ToolUse
 from tests.gateway.conftest import GatewayFactory, Running, settled
 from tests.waiting import eventually
