@@ -294,7 +294,7 @@ class Store(StoreLifecycle):
         self._check_open()
         job = ledger.plan(end)
         if isinstance(job, BulkWrite):
-            return self._writer.bulk(job)
+            return self._engine.bulk(job)
         return ledger.queued_rows(self._append(job))
 
     def outbox_add(
