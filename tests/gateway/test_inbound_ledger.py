@@ -10,8 +10,7 @@ import asyncio
 import contextlib
 import sqlite3
 
-from adapters.contract import AccessPolicy
-from adapters.contract import ChatType
+from adapters.contract import AccessPolicy, ChatType
 from tests.fakes.model_server import ModelServer, Text, ToolCalls, ToolUse
 from tests.gateway.conftest import GatewayFactory, Running, settled
 from tests.waiting import eventually
