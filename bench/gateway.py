@@ -90,7 +90,7 @@ import structlog
 from bench.common import CpuSteal, add_loop_option, bench_parser, emit, known_args, loop_name, percentile, say
 from bench.gateway_systems import CACHE, MAX_CONCURRENT, System, start_floor, start_gateway
 from gateway import event_loop
-from gateway.logs import configure_logging
+from gateway.operations.logs import configure_logging
 
 SESSIONS, MESSAGES = 1000, 20
 QUICK_SESSIONS, QUICK_MESSAGES = 200, 10

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from adapters.contract import Adapter, AdapterError
 from config.loader import LoadedConfig
-from gateway.commands import COMMAND_MENU
+from gateway.commands.parsing import COMMAND_MENU
 
 
 def adapter_class(platform: str) -> type[Adapter]:

@@ -4,7 +4,7 @@
 start and stop.
 
 Start: build the agent; move aside the global memory files of earlier versions
-(``gateway.memory_scope.move_global_memory``); remember the inbox events a previous run left
+(``gateway.turn.memory_scope.move_global_memory``); remember the inbox events a previous run left
 unfinished; start the adapters (one failing never stops the others, but a port that is taken
 stops the whole start); send
 what the outbox still holds; queue the unfinished events in arrival order;
@@ -12,7 +12,7 @@ then let new messages through.
 
 Stop: stop intake on every adapter; let running turns finish within the
 drain timeout (what does not finish is resumed on the next start, as are turns
-that were waiting for a failing database: ``gateway/turn_retry.py``); flush the
+that were waiting for a failing database: ``gateway/turn/retry.py``); flush the
 outbox; close adapters, /health and storage.
 """
 
@@ -29,25 +29,25 @@ from adapters.contract import AccessPolicy, Adapter, AdapterState, InboundMessag
 from adapters.http_listener import ListenError, ListenerLimits
 from agent import Agent
 from config.loader import LoadedConfig
-from gateway.access import AccessControl
-from gateway.command_handlers import CommandHandlers
-from gateway.conversations import Conversations
-from gateway.database_health import DatabaseHealth
-from gateway.delivery import Delivery, DeliveryPolicy
-from gateway.health import HealthServer
-from gateway.inbound_ledger import InboundLedger, Outcome
-from gateway.intake import Intake
-from gateway.lanes import Lanes
-from gateway.memory_scope import move_global_memory
-from gateway.metrics import Metrics
-from gateway.pairing import Pairing
-from gateway.platform_hints import PlatformHints
-from gateway.redaction import redactor
-from gateway.slots import AgentSlots
+from gateway.inbound.access import AccessControl
+from gateway.commands.handlers import CommandHandlers
+from gateway.turn.conversations import Conversations
+from gateway.operations.database_health import DatabaseHealth
+from gateway.delivery.outbox import Delivery, DeliveryPolicy
+from gateway.operations.health import HealthServer
+from gateway.inbound.ledger import InboundLedger, Outcome
+from gateway.inbound.intake import Intake
+from gateway.inbound.lanes import Lanes
+from gateway.turn.memory_scope import move_global_memory
+from gateway.operations.metrics import Metrics
+from gateway.inbound.pairing import Pairing
+from gateway.turn.platform_hints import PlatformHints
+from gateway.operations.redaction import redactor
+from gateway.turn.slots import AgentSlots
 from gateway.tasks import TaskTracker
-from gateway.turn_retry import TurnRetry, TurnRetryPolicy
-from gateway.turns import TurnRunner
-from gateway.version import version
+from gateway.turn.retry import TurnRetry, TurnRetryPolicy
+from gateway.turn.runner import TurnRunner
+from gateway.operations.version import version
 from storage import InboxRecord, StorageError, Store
 
 log = structlog.get_logger("gateway")

@@ -27,9 +27,9 @@ from config.plan import build_plan
 from gateway.adapter_loader import load_adapters
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
-from gateway.database_health import cannot_open, database_problem
-from gateway.instance_lock import AlreadyRunning, CannotLock, InstanceLock
-from gateway.memory_scope import search_owner
+from gateway.operations.database_health import cannot_open, database_problem
+from gateway.operations.instance_lock import AlreadyRunning, CannotLock, InstanceLock
+from gateway.turn.memory_scope import search_owner
 from storage import StorageError, Store
 
 log = structlog.get_logger("gateway")

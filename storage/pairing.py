@@ -1,7 +1,7 @@
 """DM pairing state for the gateway: offered codes, approved users, failed approval attempts.
 
 The policy (code alphabet, lifetimes, rate limits, lockouts) lives in
-``gateway/pairing.py``; this module only stores and answers. Taking a code is
+``gateway/inbound/pairing.py``; this module only stores and answers. Taking a code is
 atomic: only an unused, unexpired code is handed out, and only once.
 :class:`PairingStore` (``store.pairing``) runs these on the store's connections.
 """

@@ -25,7 +25,7 @@ def _redactor_secrets_restored() -> Iterator[None]:
     """Gateways and CLI commands run in-process add their configured secrets to the process-wide
     redactor; forget them after each test, or a later test's token is masked whole by an earlier
     test's configuration instead of by its shape (test_logs failed when run after test_secret_exits)."""
-    from gateway.redaction import redactor
+    from gateway.operations.redaction import redactor
 
     saved = list(redactor._secrets)
     yield

@@ -201,7 +201,7 @@ class MenuCommand:
 class CommandMenu:
     """The chat commands the gateway answers, per kind of chat, for platforms that show a menu of them.
 
-    Built from the gateway's command table (``gateway.commands``) and handed to each adapter
+    Built from the gateway's command table (``gateway.commands.parsing``) and handed to each adapter
     before it starts; an adapter whose platform has no such menu ignores it.
     """
 

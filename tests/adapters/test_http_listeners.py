@@ -22,7 +22,7 @@ import pytest
 
 from adapters.http_listener import ListenerLimits
 from gateway import event_loop
-from gateway.health import HealthServer
+from gateway.operations.health import HealthServer
 
 # The two platforms' gateway fixtures, shared with this module (pytest finds fixtures by name; the emulators'
 # own fixtures come from tests/fakes/fixtures.py).

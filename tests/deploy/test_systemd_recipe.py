@@ -144,7 +144,7 @@ def stand_in_venv(unit: Service, base: Path, user: str) -> None:
     on this venv's site-packages.
     """
     site = next(Path(sys.prefix).glob("lib/python*/site-packages"))
-    code = f"import site, sys; site.addsitedir({str(site)!r}); from gateway.cli import main; sys.exit(main())"
+    code = f"import site, sys; site.addsitedir({str(site)!r}); from gateway.operations.cli import main; sys.exit(main())"
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     candidates = [sys.executable, shutil.which(f"python{version}"), f"/usr/bin/python{version}"]
     python, tried = None, []

@@ -16,8 +16,8 @@ from __future__ import annotations
 import sys
 
 from adapters.contract import AccessPolicy, Adapter
-from gateway.cli import build_parser
-from gateway.cli.run import run_command
+from gateway.operations.cli import build_parser
+from gateway.operations.cli.run import run_command
 from tests.fakes.adapter import BrokenAdapter, LoopbackAdapter
 from tests.fakes.relay_adapter import RelayAdapter
 

@@ -34,9 +34,9 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def switchboard(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run the CLI to completion (``python -m gateway.cli ...``)."""
+    """Run the CLI to completion (``python -m gateway.operations.cli ...``)."""
     return subprocess.run(
-        [sys.executable, "-m", "gateway.cli", *args],
+        [sys.executable, "-m", "gateway.operations.cli", *args],
         cwd=REPO,
         env=clean_env(home, **env),
         capture_output=True,

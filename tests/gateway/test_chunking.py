@@ -7,8 +7,8 @@ import re
 import pytest
 
 from adapters.contract import Markup
-from gateway.formatting import render
-from gateway.formatting.lengths import is_boundary, measure, utf16_len
+from gateway.delivery.formatting import render
+from gateway.delivery.formatting.lengths import is_boundary, measure, utf16_len
 from tests.gateway.test_formatting_checks import check_chunks
 
 

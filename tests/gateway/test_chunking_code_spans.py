@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from adapters.contract import Markup
-from gateway.formatting import MIN_LENGTH, measure, render
-from gateway.formatting.layout import longest_backtick_run
+from gateway.delivery.formatting import MIN_LENGTH, measure, render
+from gateway.delivery.formatting.layout import longest_backtick_run
 from tests.gateway.test_formatting_checks import telegram_errors, telegram_text
 
 _ESCAPED = re.compile(r"\\.", re.DOTALL)

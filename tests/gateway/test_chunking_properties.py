@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from adapters.contract import Markup
-from gateway.formatting import measure, render
+from gateway.delivery.formatting import measure, render
 from tests.gateway.test_formatting_checks import check_chunks, fences_balanced, telegram_errors, telegram_text
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCXYZ0123456789"

@@ -21,7 +21,7 @@ def test_version(tmp_path: Path) -> None:
 def test_version_and_check_import_no_platform_library_or_sdk(tmp_path: Path) -> None:
     script = (
         "import sys\n"
-        "from gateway.cli import main\n"
+        "from gateway.operations.cli import main\n"
         "for argv in (['check'], ['--version']):\n"
         "    try:\n"
         "        main(argv)\n"
@@ -109,7 +109,7 @@ def test_no_command_prints_help(tmp_path: Path) -> None:
 def test_the_command_line_starts_without_loading_the_agent(tmp_path: Path) -> None:
     # Every command builds the whole parser, so its modules are loaded at each start; the agent
     # package (imported whole, through its surface) is loaded by the commands that use it.
-    script = "import sys\nimport gateway.cli\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'agent'))\n"
+    script = "import sys\nimport gateway.operations.cli\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'agent'))\n"
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=REPO, env=clean_env(tmp_path), capture_output=True, text=True, timeout=60
     )

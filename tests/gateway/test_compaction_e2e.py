@@ -7,7 +7,7 @@ import json
 import urllib.request
 
 from storage import NewMessage, SessionRecord, Store
-from gateway.turns import HYGIENE_FAILED_NOTICE
+from gateway.turn.runner import HYGIENE_FAILED_NOTICE
 from tests.fakes.model_server import InvalidRequest, ModelServer, RequestRecord, Text, Timeout
 from tests.gateway.conftest import GatewayFactory, settled
 from tests.waiting import eventually

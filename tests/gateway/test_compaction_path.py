@@ -12,7 +12,7 @@ import asyncio
 from structlog.testing import capture_logs
 
 from adapters.contract import ChatType
-from gateway.session_key import SessionKey
+from gateway.inbound.session_key import SessionKey
 from tests.fakes.model_server import ModelServer
 from tests.gateway.conftest import GatewayFactory
 from tests.gateway.test_compaction_e2e import SMALL_WINDOW, is_summary, oversized, stored_session, summary_or_echo

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.conversations import Conversations
+from gateway.turn.conversations import Conversations
 from storage import RetryPolicy
 from tests.fakes.model_server import ModelServer, Text
 from tests.gateway.conftest import GatewayFactory, Running

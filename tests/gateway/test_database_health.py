@@ -7,7 +7,7 @@ from pathlib import Path
 
 from structlog.testing import capture_logs
 
-from gateway.database_health import DatabaseHealth
+from gateway.operations.database_health import DatabaseHealth
 from storage import Fault, ReadFailedError, WriteFailedError
 
 

@@ -9,8 +9,8 @@ import pytest
 import pytest_asyncio
 
 from adapters.contract import Capabilities, DeliveryError, Markup, MarkupRejected, RateLimited, TransientDeliveryError
-from gateway.delivery import Delivery
-from gateway.metrics import Metrics
+from gateway.delivery.outbox import Delivery
+from gateway.operations.metrics import Metrics
 from storage import OutboxRecord, Store
 from tests.fakes.adapter import LoopbackAdapter
 

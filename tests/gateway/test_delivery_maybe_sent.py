@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest_asyncio
 
 from adapters.contract import DeliveryError, OutboundMessage, RateLimited, TransientDeliveryError
-from gateway.delivery import Delivery, DeliveryPolicy
-from gateway.metrics import Metrics
+from gateway.delivery.outbox import Delivery, DeliveryPolicy
+from gateway.operations.metrics import Metrics
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter
 

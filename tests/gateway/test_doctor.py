@@ -69,7 +69,7 @@ class Doctor:
         """Exit status, each check's line by name, and everything printed."""
         env = clean_env(self.home, **{**GOOD_SECRETS, **secrets})
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "gateway.cli", "doctor", *args, cwd=REPO, env=env,
+            sys.executable, "-m", "gateway.operations.cli", "doctor", *args, cwd=REPO, env=env,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         out, err = await process.communicate()

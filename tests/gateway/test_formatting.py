@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-import gateway.formatting
+import gateway.delivery.formatting
 from adapters.contract import Markup
-from gateway.formatting import render
+from gateway.delivery.formatting import render
 from tests.gateway.test_formatting_checks import telegram_errors
 
 ALL = list(Markup)
@@ -257,7 +257,7 @@ def test_bad_arguments_are_refused() -> None:
 
 
 def test_public_api() -> None:
-    assert gateway.formatting.__all__ == [
+    assert gateway.delivery.formatting.__all__ == [
         "MIN_LENGTH",
         "Chunk",
         "LengthUnit",
@@ -269,7 +269,7 @@ def test_public_api() -> None:
 
 def test_imports_no_platform_library() -> None:
     probe = (
-        "import sys, gateway.formatting\n"
+        "import sys, gateway.delivery.formatting\n"
         "platforms = {'aiogram', 'discord', 'slack_bolt', 'slack_sdk', 'aiohttp'}\n"
         "print(sorted(name for name in sys.modules if name.split('.')[0] in platforms))"
     )

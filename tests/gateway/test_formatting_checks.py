@@ -1,6 +1,6 @@
 """Checks shared by the formatting tests (Telegram HTML validity, fence balance, lost text), and their own tests.
 
-The checks are deliberately independent of ``gateway.formatting``: Telegram HTML
+The checks are deliberately independent of ``gateway.delivery.formatting``: Telegram HTML
 is read with the standard library's ``html.parser``, the way a strict receiver would.
 """
 
@@ -10,10 +10,10 @@ import re
 from html.parser import HTMLParser
 
 from adapters.contract import Markup
-from gateway.formatting import Chunk, dialect_for, measure, render
-from gateway.formatting.chunking import split
-from gateway.formatting.layout import lower
-from gateway.formatting.markdown import parse
+from gateway.delivery.formatting import Chunk, dialect_for, measure, render
+from gateway.delivery.formatting.chunking import split
+from gateway.delivery.formatting.layout import lower
+from gateway.delivery.formatting.markdown import parse
 
 TELEGRAM_TAGS = frozenset({"b", "i", "s", "code", "pre", "a", "blockquote", "tg-spoiler"})
 TELEGRAM_ENTITIES = frozenset({"amp", "lt", "gt", "quot"})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.contract import Markup
-from gateway.formatting import render
+from gateway.delivery.formatting import render
 from tests.gateway.test_formatting_checks import LIMITS, check_chunks
 
 PYTHON_ANSWER = '''Sure! Here's a function that reads a CSV file and returns the rows as dictionaries:

@@ -6,10 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.contract import Markup
-from gateway.formatting import Chunk, dialect_for, render
-from gateway.formatting.chunking import split
-from gateway.formatting.layout import lower, lower_literal
-from gateway.formatting.markdown import parse
+from gateway.delivery.formatting import Chunk, dialect_for, render
+from gateway.delivery.formatting.chunking import split
+from gateway.delivery.formatting.layout import lower, lower_literal
+from gateway.delivery.formatting.markdown import parse
 
 ASCII_PROSE = st.text(alphabet=st.sampled_from("abcXYZ019 .,:;'\"?!-+=/@$%^{}~*_`#>|()[]<&\n\t"), max_size=60)
 WORDS = st.lists(st.sampled_from(["Done", "the", "deploy", "1.", "-", "+", "ok:", "msg0042", "x=y", "@bob", "1)",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from agent.messages import ChatMessage
-from gateway import hygiene
+from gateway.turn import hygiene
 
 WINDOW = 10_000  # 85% of it: 8,500 tokens
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway.lanes import Lanes
+from gateway.inbound.lanes import Lanes
 from gateway.tasks import TaskTracker
 from tests.waiting import eventually
 

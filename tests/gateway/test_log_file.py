@@ -63,7 +63,7 @@ async def run_turns(home: Path, api: TelegramAPI, turns: int) -> tuple[int, str]
     its exit status and its stderr. Messages are put in the emulator beforehand (pending updates are fetched)."""
     stderr_path = home / "stderr.txt"
     with stderr_path.open("wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-m", "gateway.cli", "run"], cwd=REPO, env=clean_env(home),
+        process = subprocess.Popen([sys.executable, "-m", "gateway.operations.cli", "run"], cwd=REPO, env=clean_env(home),
                                    stdout=subprocess.DEVNULL, stderr=stderr)  # fmt: skip
     try:
         await eventually(lambda: len(api.sent) >= turns, f"{turns} replies", process=process, timeout=HANG_GUARD)

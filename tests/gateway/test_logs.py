@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import structlog
 
-from gateway import logs
-from gateway.logs import bind, configure_logging
+from gateway.operations import logs
+from gateway.operations.logs import bind, configure_logging
 
 TELEGRAM = "7512345678:AAHk3dY9kq_Zx8Yv7Wf6mN5bL4cK3jH2gF1"
 SECRETS = {

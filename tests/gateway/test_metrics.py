@@ -7,7 +7,7 @@ import random
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from gateway.metrics import Count, Metrics
+from gateway.operations.metrics import Count, Metrics
 
 
 def exposed(text: bytes) -> list[str]:

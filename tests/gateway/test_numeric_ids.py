@@ -82,7 +82,7 @@ async def test_a_user_and_a_group_allowed_by_number_are_answered(
         "    allowed_users: [123456789]\n    allowed_chats: [-1001234567890]\n",
         encoding="utf-8",
     )
-    process = subprocess.Popen([sys.executable, "-m", "gateway.cli", "run"], cwd=REPO, env=clean_env(home),
+    process = subprocess.Popen([sys.executable, "-m", "gateway.operations.cli", "run"], cwd=REPO, env=clean_env(home),
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     try:
         log = home / "logs" / "gateway.log"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from gateway.cli import main
-from gateway.pairing import ALPHABET, CODE_LENGTH, ApprovalOutcome, Pairing
+from gateway.operations.cli import main
+from gateway.inbound.pairing import ALPHABET, CODE_LENGTH, ApprovalOutcome, Pairing
 from storage import Store
 
 

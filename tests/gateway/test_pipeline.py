@@ -13,8 +13,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from adapters.contract import AccessPolicy, ChatType, InboundMessage, Markup, RateLimited
-from gateway.formatting import render
-from gateway.turns import INTERRUPTED_RESULT, NOTHING_TO_ADD
+from gateway.delivery.formatting import render
+from gateway.turn.runner import INTERRUPTED_RESULT, NOTHING_TO_ADD
 from storage import NewMessage, Store, ToolCallRecord
 from tests.fakes.adapter import LoopbackAdapter, TelegramHtmlLoopbackAdapter
 from tests.fakes.model_server import ModelServer, Text, Timeout, ToolCalls, ToolUse

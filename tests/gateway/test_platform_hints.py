@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.platform_hints import PlatformHints
+from gateway.turn.platform_hints import PlatformHints
 from tests.fakes.adapter import LoopbackAdapter
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest_asyncio
 
-from gateway.delivery import Delivery
-from gateway.metrics import Metrics
-from gateway.progress import ToolProgress, final_line, working_line
+from gateway.delivery.outbox import Delivery
+from gateway.operations.metrics import Metrics
+from gateway.delivery.progress import ToolProgress, final_line, working_line
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter
 from tests.waiting import eventually

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import gateway.progress
+import gateway.delivery.progress
 from adapters.contract import Capabilities, Markup
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter
@@ -20,7 +20,7 @@ class NoEditAdapter(LoopbackAdapter):
 @pytest.fixture(autouse=True)
 def no_edit_interval(monkeypatch: pytest.MonkeyPatch) -> None:
     """Throttling is covered with a fake clock in test_progress.py; here it would only make the tests slower."""
-    monkeypatch.setattr(gateway.progress, "EDIT_INTERVAL", 0.0)
+    monkeypatch.setattr(gateway.delivery.progress, "EDIT_INTERVAL", 0.0)
 
 
 def two_tool_calls(model_server: ModelServer) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import gateway.progress
+import gateway.delivery.progress
 from adapters.contract import AccessPolicy, ChatType, OutboundMessage, TransientDeliveryError
 from config import load_config
 from gateway.agent_factory import build_agent
@@ -68,7 +68,7 @@ async def test_stop_or_a_newer_message_during_delivery_lets_the_reply_finish(
 async def test_a_stopped_turn_leaves_its_progress_message_saying_so(
     start_gateway: GatewayFactory, model_server: ModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(gateway.progress, "EDIT_INTERVAL", 0.0)
+    monkeypatch.setattr(gateway.delivery.progress, "EDIT_INTERVAL", 0.0)
     running = await start_gateway()
     model_server.script(ToolCalls(ToolUse("session_search", {"query": "Lisbon"})), Timeout(seconds=8))
     await running.adapter.inject("what did we plan for Lisbon?", chat_id="c1")

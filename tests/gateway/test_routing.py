@@ -8,10 +8,10 @@ import pytest
 
 from adapters.contract import AccessPolicy, ChatType, InboundMessage
 from agent.memory_scopes import MemoryScope
-from gateway.access import AccessControl, Verdict
-from gateway.commands import parse_command
-from gateway.memory_scope import scope_for_key, scope_for_record
-from gateway.session_key import session_key_for
+from gateway.inbound.access import AccessControl, Verdict
+from gateway.commands.parsing import parse_command
+from gateway.turn.memory_scope import scope_for_key, scope_for_record
+from gateway.inbound.session_key import session_key_for
 from storage import SessionRecord
 
 

@@ -31,7 +31,7 @@ from config.plan import build_plan
 from gateway.adapter_loader import load_adapters
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
-from gateway.redaction import MASK
+from gateway.operations.redaction import MASK
 from gateway.runner import search_function
 from storage import Store
 from tests.fakes.model_server import ModelServer, Text

@@ -24,9 +24,9 @@ from adapters.contract import ChatType
 from config import load_config
 from config.models import SessionsConfig
 from gateway.agent_factory import build_agent
-from gateway.conversations import Conversations
+from gateway.turn.conversations import Conversations
 from gateway.runner import search_function
-from gateway.session_key import SessionKey
+from gateway.inbound.session_key import SessionKey
 from storage import NewMessage, SessionRecord, Store
 from tests.fakes.model_server import ModelServer, RequestRecord, Text
 from tests.gateway.conftest import GatewayFactory, Running, settled, write_config

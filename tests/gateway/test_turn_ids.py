@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from adapters.contract import RecipientUnavailable
-from gateway.logs import configure_logging, short_turn_id
+from gateway.operations.logs import configure_logging, short_turn_id
 from storage import Store
 from tests.fakes.model_server import ModelServer, Text
 from tests.gateway.conftest import GatewayFactory

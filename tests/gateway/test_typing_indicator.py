@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway.typing_indicator import typing
+from gateway.delivery.typing_indicator import typing
 from tests.fakes.adapter import LoopbackAdapter
 from tests.waiting import eventually
 

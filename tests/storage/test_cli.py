@@ -1,4 +1,4 @@
-"""``switchboard sessions ...`` run in-process (``gateway.cli.main``) against a database in a temporary home."""
+"""``switchboard sessions ...`` run in-process (``gateway.operations.cli.main``) against a database in a temporary home."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import structlog
 
-from gateway.cli import EXIT_BROKEN_PIPE, main
-from gateway.cli import sessions as sessions_cli
+from gateway.operations.cli import EXIT_BROKEN_PIPE, main
+from gateway.operations.cli import sessions as sessions_cli
 from storage import NewMessage, Store
 
 
@@ -157,7 +157,7 @@ def long_session(home: Path) -> str:
 def test_a_reader_that_stops_early_ends_the_command_quietly(home: Path, long_session: str, command: str) -> None:
     """``switchboard sessions export ID | head -1``: no BrokenPipeError traceback, the conventional status 141."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "sessions", command, long_session],
+        [sys.executable, "-m", "gateway.operations.cli", "sessions", command, long_session],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "SWITCHBOARD_HOME": str(home)},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from structlog.testing import capture_logs
 
-from gateway.commands import KNOWN
+from gateway.commands.parsing import KNOWN
 from tests.adapters.telegram.conftest import ALICE, StartTelegram
 from tests.adapters.telegram.test_webhook import free_port, webhook_config
 from tests.fakes.model_server import ModelServer, Text

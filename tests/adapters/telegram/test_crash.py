@@ -1,6 +1,6 @@
 """SIGKILL in the middle of a burst over Telegram, restart, and account for every message.
 
-The gateway runs as a real ``python -m gateway.cli run`` process with the
+The gateway runs as a real ``python -m gateway.operations.cli run`` process with the
 real Telegram adapter; the Bot API emulator lives in the test process, so the
 updates not yet confirmed and the messages already delivered survive the
 kill, as they do on Telegram. 200 messages over 20 private chats arrive in
@@ -51,7 +51,7 @@ USERS = [User(id=5000 + n, first_name=f"User {n}") for n in range(CHATS)]
 def launch(home: Path, config: Path) -> subprocess.Popen[bytes]:
     with (home / "stderr.txt").open("ab") as stderr:
         return subprocess.Popen(
-            [sys.executable, "-m", "gateway.cli", "run", "--config", str(config)],
+            [sys.executable, "-m", "gateway.operations.cli", "run", "--config", str(config)],
             cwd=REPO, env=clean_env(home), stdout=subprocess.DEVNULL, stderr=stderr,
         )  # fmt: skip
 

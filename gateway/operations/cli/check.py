@@ -1,0 +1,84 @@
+"""``switchboard check``: validate the configuration and print what ``run`` would do.
+
+It reads files only: no network, no database, no platform libraries. Exit 0
+when ``run`` could start, 2 when the configuration is invalid or incomplete.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from config.loader import LoadedConfig
+from config.plan import RunPlan, build_plan
+from gateway.operations.cli.common import EXIT_CONFIG, add_config_option, load_config_or_exit, show
+from gateway.operations.version import version
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "check",
+        help="validate the configuration and show what would run",
+        description="Validate the configuration and print the plan, without network access.",
+    )
+    add_config_option(parser)
+    parser.set_defaults(handler=check_command)
+
+
+def check_command(args: argparse.Namespace) -> int:
+    loaded = load_config_or_exit(args)
+    plan = build_plan(loaded)
+    show(render_plan(loaded, plan))
+    return 0 if plan.ready else EXIT_CONFIG
+
+
+def render_plan(loaded: LoadedConfig, plan: RunPlan) -> str:
+    s = loaded.settings
+    rows = [
+        ("config file", str(loaded.config_path) if loaded.config_path else "none (built-in defaults)"),
+        ("home", str(loaded.home)),
+        ("database", f"{loaded.db_path} (synchronous={s.storage.synchronous})"),
+        (
+            "log file",
+            f"{loaded.log_path} ({s.logging.format}, level {s.logging.level}, "
+            f"rotated at {s.logging.max_size_mb:g} MB x {s.logging.backups})",
+        ),
+        ("model", _model_line(loaded)),
+        ("compression", _compression_line(loaded)),
+        ("health", f"http://{s.health.host}:{s.health.port}/health"),
+    ]
+    width = max(len(label) for label, _ in rows)
+    lines = [f"Switchboard {version()}: configuration is valid", ""]
+    lines += [f"  {label.ljust(width)}  {value}" for label, value in rows]
+    lines.append(f"  {'platforms'.ljust(width)}")
+    for platform in plan.platforms:
+        state = "on " if platform.enabled else "off"
+        lines.append(f"    {platform.name.ljust(9)} {state}  {platform.detail}")
+    lines.append("")
+    if plan.ready:
+        lines.append(f"Ready: `switchboard run` would start {', '.join(plan.enabled)}.")
+    else:
+        lines.append("Not ready to run:")
+        lines += [f"  - {blocker}" for blocker in plan.blockers]
+    return "\n".join(lines)
+
+
+def _model_line(loaded: LoadedConfig) -> str:
+    model = loaded.settings.model
+    variable = loaded.variable_for("model.api_key")
+    if model.api_key:
+        key = f"key from {variable}" if variable else "key set in config.yaml"
+    else:
+        key = "no key" + (f" ({loaded.looked_for(['model.api_key'], keys=False)})" if variable else "")
+    endpoint = model.base_url or "the provider's default endpoint"
+    window = f"{model.context_length:,} tokens" if model.context_length else "from the built-in model table"
+    return f"{model.provider} / {model.name}, {key}, {endpoint}, context {window}, cache ttl {model.cache_ttl}"
+
+
+def _compression_line(loaded: LoadedConfig) -> str:
+    c = loaded.settings.compression
+    if not c.enabled:
+        return "off"
+    return (
+        f"agent compacts at {c.threshold:.0%} of the window, keeping {c.target_ratio:.0%} of that as tail "
+        f"(at least {c.protect_last_n} messages); gateway hygiene at {c.hygiene_threshold:.0%}"
+    )

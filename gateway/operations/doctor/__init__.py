@@ -1,0 +1,13 @@
+"""``switchboard doctor``: every check an operator would otherwise do by hand, one line each.
+
+Local checks (``local.py``) read files only: the configuration, the home's
+permissions, the database and the free disk space. Network checks ask each
+enabled platform whether its token is good (``platforms.py``, plain aiohttp
+so no platform library is imported) and send the model a one-token request
+(``model.py``). ``runner.py`` runs them in order; ``results.py`` holds the shape of a
+result and its rendering.
+"""
+
+from gateway.operations.doctor.results import Check, Status, render
+
+__all__ = ["Check", "Status", "render"]
