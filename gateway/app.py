@@ -33,7 +33,8 @@ from gateway.inbound.access import AccessControl
 from gateway.commands.handlers import CommandHandlers
 from gateway.turn.conversations import Conversations
 from gateway.operations.database_health import DatabaseHealth
-from gateway.delivery.outbox import Delivery, DeliveryPolicy
+from gateway.delivery.outbox import Delivery
+from gateway.delivery.policy import DeliveryPolicy
 from gateway.operations.health import HealthServer
 from gateway.inbound.ledger import InboundLedger, Outcome
 from gateway.inbound.intake import Intake

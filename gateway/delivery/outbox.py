@@ -41,7 +41,7 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import structlog
@@ -62,31 +62,14 @@ from gateway.keyed_locks import KeyedLocks
 from gateway.operations.logs import bind, short_turn_id
 from gateway.operations.metrics import Metrics
 from gateway.operations.redaction import redactor
+from gateway.delivery.policy import PROGRESS_PREFIX, DeliveryPolicy, chunk_nonce, nonce_for
 from storage import OutboxChunk, OutboxRecord, Store
 
 log = structlog.get_logger("gateway.delivery")
 
-PROGRESS_PREFIX = "progress:"
-"""A tool-progress message's outbox turn id is this before its turn's (``gateway/delivery/progress.py``)."""
-
 Sleep = Callable[[float], Awaitable[None]]
 Spawn = Callable[..., Any]
 """Starts a coroutine as a tracked task: ``spawn(coro, name=...)`` (``TaskTracker.spawn``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class DeliveryPolicy:
-    max_attempts: int = 6
-    """Attempts per chunk for retryable failures (rate limits, network hiccups)."""
-    base_delay: float = 1.0
-    max_delay: float = 30.0
-    max_retry_after: float = 300.0
-    """A longer retry_after than this is not waited out in the sending task: the chunk is deferred
-    like one that ran out of attempts, and a later retry of its chat honours the wait."""
-    keep_trying: float = 24 * 3600.0
-    """A chunk still failing for a retryable reason (an outage, rate limits) after ``max_attempts``
-    stays pending this long after it was recorded: :meth:`Delivery.retry_stalled` tries its chat
-    again later, and later replies to that chat wait behind it. Older, it is given up."""
 
 
 class Delivery:
@@ -192,7 +175,7 @@ class Delivery:
         markup = adapter.capabilities.markup
         async with self._chat_locks.hold((platform, chat_id)):
             for index, chunk in enumerate(chunks):
-                nonce = _nonce(key, index)
+                nonce = nonce_for(key, index)
                 message = OutboundMessage(chat_id=chat_id, text=chunk.text, thread_id=thread_id, markup=markup,
                                           nonce=nonce)  # fmt: skip
                 try:
@@ -427,16 +410,3 @@ class Delivery:
 def _log_turn(record: OutboxRecord) -> str:
     """The ``turn=`` of a chunk's log lines: its turn's (a progress message's too), else its own reply's."""
     return short_turn_id(record.turn_id.removeprefix(PROGRESS_PREFIX))
-
-
-def chunk_nonce(record: OutboxRecord) -> str:
-    """The chunk's idempotency key: the same for every attempt and restart, 24 hex characters.
-
-    Derived from the outbox row's unique key (turn and chunk index), not its row id, so it does not
-    repeat for a different chunk after the database is recreated; short enough for Discord's nonce.
-    """
-    return _nonce(record.turn_id, record.chunk_index)
-
-
-def _nonce(key: str, index: int) -> str:
-    return hashlib.sha256(f"{key}\x00{index}".encode()).hexdigest()[:24]

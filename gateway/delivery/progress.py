@@ -22,7 +22,8 @@ from typing import Final
 
 import structlog
 
-from gateway.delivery.outbox import PROGRESS_PREFIX, Delivery
+from gateway.delivery.outbox import Delivery
+from gateway.delivery.policy import PROGRESS_PREFIX
 from storage import OutboxRecord
 
 log = structlog.get_logger("gateway.progress")

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest_asyncio
 
 from adapters.contract import DeliveryError, OutboundMessage, RateLimited, TransientDeliveryError
-from gateway.delivery.outbox import Delivery, DeliveryPolicy
+from gateway.delivery.outbox import Delivery
+from gateway.delivery.policy import DeliveryPolicy
 from gateway.operations.metrics import Metrics
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter

@@ -20,7 +20,7 @@ from adapters.contract import Markup, OutboundMessage
 from adapters.slack import SlackAdapter
 from adapters.slack.adapter import SlackSettings
 from adapters.slack.resend import EVENT_TYPE
-from gateway.delivery.outbox import chunk_nonce
+from gateway.delivery.policy import chunk_nonce
 from storage import OutboxRecord
 from tests.adapters.slack.conftest import ALICE, CHANNEL, DM, SIGNING_SECRET, RunningSlack, SlackFactory
 from tests.fakes.slack_api import BOT_TOKEN, Failure, FakeSlack, mention, message, post_signed
