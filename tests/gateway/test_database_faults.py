@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator

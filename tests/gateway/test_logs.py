@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import structlog
 
-from gateway.operations import logs
+from gateway.operations import log_lines, logs
 from gateway.operations.logs import bind, configure_logging
 
 TELEGRAM = "7512345678:AAHk3dY9kq_Zx8Yv7Wf6mN5bL4cK3jH2gF1"
@@ -227,5 +227,5 @@ def test_timestamps_read_as_the_iso_format_to_the_millisecond(created: float) ->
     from datetime import datetime, timezone
 
     expected = datetime.fromtimestamp(created, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    assert logs.utc_stamp(created) == expected
-    assert logs.utc_stamp(created + 1) != expected  # the cached second moves on
+    assert log_lines.utc_stamp(created) == expected
+    assert log_lines.utc_stamp(created + 1) != expected  # the cached second moves on

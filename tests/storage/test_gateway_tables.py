@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 
 from storage import OutboxChunk, PairingCode, Store
 
