@@ -12,7 +12,7 @@ Usage::
             await send(chunk.plain)
 
 The model's Markdown is parsed once (:mod:`.markdown`), flattened into pieces
-(:mod:`.layout`) and cut into chunks (:mod:`.chunking`) measured in the
+(:mod:`.layout`) and cut into chunks (:mod:`.chunking`), each measured and written (:mod:`.targets`) in the
 dialect's own spelling (:mod:`.telegram_html`, :mod:`.discord_md`,
 :mod:`.slack_mrkdwn`, :class:`.dialect.PlainText`). The limit and how it is
 counted come from the caller: each adapter's ``capabilities`` are their only
