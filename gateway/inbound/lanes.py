@@ -144,7 +144,7 @@ class Lanes(Generic[T]):
         try:
             while lane.pending:
                 await self._settle(lane)
-                if lane.held:
+                while lane.held:  # held again the moment it was freed (a second /compress): wait again
                     await lane.free.wait()
                 if not lane.pending:
                     continue  # stopped before the turn began

@@ -217,3 +217,31 @@ async def test_the_queue_wait_is_the_oldest_message_waiting_behind_the_running_t
     await settle(tracker)
     assert [batch for _, batch in turns.batches] == [["a1"], ["a2", "a3"]]
     assert len(waits) == 2 and waits[1] >= 0.2  # from a2 on, not from a3
+
+
+async def test_a_lane_taken_again_the_moment_it_is_released_still_starts_no_turn() -> None:
+    """A second hold (a second /compress) taken in the same step as the first is released keeps the turn waiting."""
+    tracker, turns = TaskTracker(), Turns()
+    lanes: Lanes[str] = Lanes(turns, tracker)
+    second = asyncio.Event()
+    release_second = asyncio.Event()
+
+    async def hold_again() -> None:
+        async with lanes.exclusive("a") as held:
+            assert held
+            second.set()
+            await release_second.wait()
+
+    async with lanes.exclusive("a") as held:
+        assert held
+        lanes.submit("a", "sent while held")
+        await asyncio.sleep(0)  # the lane's worker is waiting for the hold to end
+        taker = asyncio.ensure_future(hold_again())  # queued to run right after the release below
+    await second.wait()
+    for _ in range(5):
+        await asyncio.sleep(0)  # steps in which a worker that missed the second hold would start the turn
+    assert turns.batches == []  # no turn while the second hold lasts
+    release_second.set()
+    await taker
+    await settle(tracker)
+    assert turns.batches == [("a", ["sent while held"])]
