@@ -79,9 +79,8 @@ def test_every_secret_is_known_with_its_conventional_variable(tmp_path: Path) ->
 
 def test_without_a_configuration_the_secrets_in_the_variables_are_still_masked(tmp_path: Path) -> None:
     env = {"SWITCHBOARD_HOME": str(tmp_path), **VALUES, "UNRELATED": "not-a-secret"}
-    order = ["TELEGRAM_BOT_TOKEN", "DISCORD_BOT_TOKEN", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET",
-             "TELEGRAM_WEBHOOK_SECRET", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"]  # fmt: skip
-    assert environment_secrets(env) == [VALUES[name] for name in order]
+    # as a set: the redactor orders secrets itself (longest first)
+    assert sorted(environment_secrets(env)) == sorted(VALUES.values())
 
 
 def test_inline_platform_secrets_are_masked_by_their_conventional_variables(tmp_path: Path) -> None:
