@@ -96,3 +96,25 @@ def test_inline_platform_secrets_are_masked_by_their_conventional_variables(tmp_
         "platforms.telegram.webhook_secret": "TELEGRAM_WEBHOOK_SECRET",
         "platforms.slack.signing_secret": "SLACK_SIGNING_SECRET",
     }
+
+
+def test_a_new_homes_dotenv_lists_every_variable_a_secret_is_read_from(tmp_path: Path) -> None:
+    load_config(environ={"SWITCHBOARD_HOME": str(tmp_path)}, create_home=True)
+    lines = (tmp_path / ".env").read_text(encoding="utf-8").splitlines()
+    assert lines[lines.index("# Platforms (set the ones you use):") + 1:] == [
+        "# TELEGRAM_BOT_TOKEN=123456:ABC...",
+        "# DISCORD_BOT_TOKEN=...",
+        "# SLACK_BOT_TOKEN=xoxb-...",
+        "# SLACK_APP_TOKEN=xapp-...",
+        "# SLACK_SIGNING_SECRET=...",
+    ]
+    assert lines[:8] == [
+        "# Secrets for Switchboard. Values here fill in variables the environment does not set (or sets empty).",
+        "# This file should stay readable by its owner only (0600).",
+        "#",
+        "# The model (one of these, matching model.provider in config.yaml):",
+        "# ANTHROPIC_API_KEY=sk-ant-...",
+        "# OPENAI_API_KEY=sk-...",
+        "#",
+        "# Platforms (set the ones you use):",
+    ]
