@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from config import load_config
+from config import LoadedConfig, load_config
 from config.inline_secrets import mask_inline_secrets
 from config.loader import conventional_variable, environment_secrets
 
@@ -27,6 +27,13 @@ PLATFORM_SECRETS = {
     "platforms.slack.app_token": "SLACK_APP_TOKEN",
     "platforms.slack.signing_secret": "SLACK_SIGNING_SECRET",
 }
+
+
+def load_written(tmp_path: Path, text: str, environ: dict[str, str]) -> LoadedConfig:
+    """``text`` as the home's config.yaml, loaded with ``environ``."""
+    config = tmp_path / "config.yaml"
+    config.write_text(text, encoding="utf-8")
+    return load_config(config, {"SWITCHBOARD_HOME": str(tmp_path), **environ})
 
 
 def test_unset_platform_secrets_are_read_from_their_variables_but_the_webhook_secret_only_by_reference(
@@ -54,21 +61,15 @@ def test_the_environment_wins_over_dotenv_which_fills_what_the_environment_has_e
 
 
 def test_a_value_in_the_config_file_wins_over_the_variable(tmp_path: Path) -> None:
-    config = tmp_path / "config.yaml"
-    config.write_text("platforms:\n  slack:\n    signing_secret: written-inline\n", encoding="utf-8")
-    loaded = load_config(config, {"SWITCHBOARD_HOME": str(tmp_path), **VALUES})
+    loaded = load_written(tmp_path, "platforms:\n  slack:\n    signing_secret: written-inline\n", VALUES)
     assert loaded.settings.platforms.slack.signing_secret == "written-inline"
     assert "platforms.slack.signing_secret" not in loaded.variables
 
 
 def test_every_secret_is_known_with_its_conventional_variable(tmp_path: Path) -> None:
-    config = tmp_path / "config.yaml"
-    config.write_text(
-        "model:\n  fallbacks:\n    - {provider: openai, name: gpt-5}\n"
-        "platforms:\n  telegram:\n    webhook_secret: ${TELEGRAM_WEBHOOK_SECRET}\n",
-        encoding="utf-8",
-    )
-    loaded = load_config(config, {"SWITCHBOARD_HOME": str(tmp_path), **VALUES})
+    text = ("model:\n  fallbacks:\n    - {provider: openai, name: gpt-5}\n"
+            "platforms:\n  telegram:\n    webhook_secret: ${TELEGRAM_WEBHOOK_SECRET}\n")  # fmt: skip
+    loaded = load_written(tmp_path, text, VALUES)
     paths = ["model.api_key", "auxiliary.compression.api_key", *PLATFORM_SECRETS, "model.fallbacks.0.api_key"]
     assert loaded.secret_paths() == paths
     assert [conventional_variable(loaded.settings, path) for path in paths] == [
@@ -84,13 +85,9 @@ def test_without_a_configuration_the_secrets_in_the_variables_are_still_masked(t
 
 
 def test_inline_platform_secrets_are_masked_by_their_conventional_variables(tmp_path: Path) -> None:
-    config = tmp_path / "config.yaml"
-    config.write_text(
-        "platforms:\n  telegram:\n    token: telegram-inline\n    webhook_secret: webhook-inline\n"
-        "  slack:\n    signing_secret: signing-inline\n",
-        encoding="utf-8",
-    )
-    masked = mask_inline_secrets(load_config(config, {"SWITCHBOARD_HOME": str(tmp_path)}), {})
+    text = ("platforms:\n  telegram:\n    token: telegram-inline\n    webhook_secret: webhook-inline\n"
+            "  slack:\n    signing_secret: signing-inline\n")  # fmt: skip
+    masked = mask_inline_secrets(load_written(tmp_path, text, {}), {})
     assert masked.masked == {
         "platforms.telegram.token": "TELEGRAM_BOT_TOKEN",
         "platforms.telegram.webhook_secret": "TELEGRAM_WEBHOOK_SECRET",
