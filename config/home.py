@@ -10,6 +10,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from config.models import PlatformsConfig
+from config.secret_variables import declared_secrets
+
 HOME_VARIABLE = "SWITCHBOARD_HOME"
 DEFAULT_HOME = "~/.switchboard"
 PRIVATE_DIR = 0o700
@@ -24,12 +27,9 @@ DOTENV_TEMPLATE = """\
 # OPENAI_API_KEY=sk-...
 #
 # Platforms (set the ones you use):
-# TELEGRAM_BOT_TOKEN=123456:ABC...
-# DISCORD_BOT_TOKEN=...
-# SLACK_BOT_TOKEN=xoxb-...
-# SLACK_APP_TOKEN=xapp-...
-# SLACK_SIGNING_SECRET=...
-"""
+""" + "".join(f"# {mark.name}={mark.example}\n" for mark in declared_secrets(PlatformsConfig).values() if mark.fallback)
+"""The .env a new home starts with: every variable a secret is read from, commented out (the platforms' as
+their sections declare them)."""
 
 
 def resolve_home(environ: Mapping[str, str]) -> Path:

@@ -2,8 +2,9 @@
 
 Order: the home's ``.env`` is read (it never overrides variables already set,
 but fills in those set empty), ``${VAR}`` references are expanded, the document is validated, and secrets
-left unset fall back to their conventional variables (``TELEGRAM_BOT_TOKEN``,
-``ANTHROPIC_API_KEY``, ...). Every problem is collected before anything fails.
+left unset fall back to their conventional variables: the model's key to its provider's
+(``ANTHROPIC_API_KEY``), a platform's secrets to the variables its section declares on them
+(:class:`config.secret_variables.SecretVariable`). Every problem is collected before anything fails.
 """
 
 from __future__ import annotations
@@ -21,30 +22,19 @@ from config.environment import describe_lookup, listing, lookup_state, merged_en
 from config.errors import ConfigError, describe_validation_error
 from config.home import ensure_home, resolve_home
 from config.models import Settings
+from config.secret_variables import declared_secrets
 
 EXAMPLE_PATH = Path(__file__).with_name("config.example.yaml")
 
-# Secrets that, when left unset, are read from a conventional variable.
-SECRET_FALLBACKS: dict[str, str] = {
-    "platforms.telegram.token": "TELEGRAM_BOT_TOKEN",
-    "platforms.discord.token": "DISCORD_BOT_TOKEN",
-    "platforms.slack.bot_token": "SLACK_BOT_TOKEN",
-    "platforms.slack.app_token": "SLACK_APP_TOKEN",
-    "platforms.slack.signing_secret": "SLACK_SIGNING_SECRET",
-}
 MODEL_KEY_VARIABLES: dict[str, str] = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
-SECRET_VARIABLES: dict[str, str] = {**SECRET_FALLBACKS, "platforms.telegram.webhook_secret": "TELEGRAM_WEBHOOK_SECRET"}
-"""The variable each secret is conventionally kept in (``model.api_key``'s depends on the provider)."""
-SECRET_PATHS: tuple[str, ...] = (
-    "model.api_key",
-    "auxiliary.compression.api_key",
-    "platforms.telegram.token",
-    "platforms.telegram.webhook_secret",
-    "platforms.discord.token",
-    "platforms.slack.bot_token",
-    "platforms.slack.app_token",
-    "platforms.slack.signing_secret",
-)
+"""The variable each provider's key is conventionally kept in (a model's key depends on its provider)."""
+MODEL_SECRET_PATHS: tuple[str, ...] = ("model.api_key", "auxiliary.compression.api_key")
+"""The model's secrets; the other secrets are the ones the sections declare, and the fallback models' keys."""
+
+
+def fallback_variables(settings_model: type[Settings] = Settings) -> dict[str, str]:
+    """Key path -> the variable a secret left unset is read from, as the sections declare (the model's aside)."""
+    return {path: mark.name for path, mark in declared_secrets(settings_model).items() if mark.fallback}
 
 
 @dataclass(frozen=True)
@@ -107,7 +97,7 @@ class LoadedConfig:
     def secret_paths(self) -> list[str]:
         """The key path of every secret setting, the fallback models' keys included (by index)."""
         fallbacks = (f"model.fallbacks.{index}.api_key" for index in range(len(self.settings.model.fallbacks)))
-        return [*SECRET_PATHS, *fallbacks]
+        return [*MODEL_SECRET_PATHS, *declared_secrets(type(self.settings)), *fallbacks]
 
     def secrets(self) -> list[str]:
         """Every configured secret value, for log redaction."""
@@ -124,11 +114,14 @@ def load_config(
     environ: Mapping[str, str] | None = None,
     *,
     create_home: bool = False,
+    settings_model: type[Settings] = Settings,
 ) -> LoadedConfig:
     """Read and validate the configuration. Raises ConfigError with every problem found.
 
     With ``create_home`` the home directory is laid out first (0700, with a
     commented config.yaml and .env), as ``switchboard run`` does on first start.
+    ``settings_model`` is the shape validated against: :class:`Settings`, or a subclass
+    with a platform only a test defines.
     """
     process_env = os.environ if environ is None else environ
     home = resolve_home(process_env)
@@ -149,9 +142,9 @@ def load_config(
         return describe_lookup(names, unset(names))
 
     try:
-        settings = Settings.model_validate(expanded.data)
+        settings = settings_model.model_validate(expanded.data)
     except ValidationError as error:
-        raise ConfigError(describe_validation_error(error, Settings, expanded.unset, missing), source=path) from None
+        raise ConfigError(describe_validation_error(error, settings_model, expanded.unset, missing), source=path) from None
     variables = {key: list(names) for key, names in expanded.sources.items()}
     settings = _fill_secret_fallbacks(settings, env, variables)
     return LoadedConfig(
@@ -174,7 +167,7 @@ def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     """The secrets in their conventional variables, for masking output when the configuration cannot be loaded."""
     process_env = os.environ if environ is None else environ
     env = home_environment(resolve_home(process_env), process_env)
-    names = [*SECRET_VARIABLES.values(), *MODEL_KEY_VARIABLES.values()]
+    names = [*(mark.name for mark in declared_secrets(Settings).values()), *MODEL_KEY_VARIABLES.values()]
     return [env[name] for name in names if env.get(name)]
 
 
@@ -202,7 +195,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 def _fill_secret_fallbacks(
     settings: Settings, env: Mapping[str, str], variables: dict[str, list[str]]
 ) -> Settings:
-    fallbacks = dict(SECRET_FALLBACKS)
+    fallbacks = fallback_variables(type(settings))
     fallbacks["model.api_key"] = MODEL_KEY_VARIABLES[settings.model.provider]
     for path, name in fallbacks.items():
         if get_path(settings, path) is not None:
@@ -234,7 +227,8 @@ def conventional_variable(settings: Settings, path: str) -> str | None:
         return MODEL_KEY_VARIABLES[settings.model.provider]
     if path.startswith("model.fallbacks."):
         return MODEL_KEY_VARIABLES[get_path(settings, path.rpartition(".")[0]).provider]
-    return SECRET_VARIABLES.get(path)
+    mark = declared_secrets(type(settings)).get(path)
+    return mark.name if mark else None
 
 
 def get_path(model: BaseModel, dotted: str) -> Any:

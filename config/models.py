@@ -7,12 +7,15 @@ documents the same keys for operators; a test keeps the two in step.
 
 from __future__ import annotations
 
+from abc import abstractmethod
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from config.environment import listing
+from config.secret_variables import SecretVariable
 
 Toggle = Literal["auto", True, False]
 """``auto``: on when the credentials it needs are present."""
@@ -189,10 +192,45 @@ class SlackListen(Listen):
         return value
 
 
-class TelegramConfig(Section):
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """Settings of a platform that cannot work together: it stays off until they are fixed."""
+
+    detail: str
+    """Why the platform is off, in a few words (``switchboard check``'s platform line)."""
+    problem: str
+    """What is wrong and how to fix it (the blocker)."""
+
+
+class PlatformSection(Section):
+    """A platform's section, ``platforms.<name>``: its settings, and what its start plan needs to know.
+
+    Its secrets are marked on their fields with :class:`SecretVariable`; ``required``, ``connection`` and
+    ``conflict`` say what it needs to run, how it connects and what cannot work together. The loader and
+    the plan read these for every section of :class:`PlatformsConfig` and name no platform themselves.
+    """
+
+    enabled: Toggle = "auto"
+    """auto: on when the settings it requires are set."""
+
+    @abstractmethod
+    def required(self) -> tuple[str, ...]:
+        """The keys of this section that must be set for the platform to run as configured (in its mode). With
+        ``enabled: auto`` it is on when all are set, off when none is, and blocked when only some are."""
+
+    @abstractmethod
+    def connection(self) -> str:
+        """How the platform connects as configured, for ``switchboard check`` (``long polling``)."""
+
+    def conflict(self, path: str) -> Conflict | None:
+        """Settings that cannot work together once the platform is on; ``path`` is the section's key path."""
+        return None
+
+
+class TelegramConfig(PlatformSection):
     enabled: Toggle = "auto"
     """auto: on when a token is set."""
-    token: Secret = None
+    token: Annotated[Secret, SecretVariable("TELEGRAM_BOT_TOKEN", example="123456:ABC...")] = None
     """Bot token from @BotFather; when unset, TELEGRAM_BOT_TOKEN is used."""
     api_base_url: str | None = None
     """A custom Bot API server (self-hosted, or a local emulator in tests)."""
@@ -200,7 +238,7 @@ class TelegramConfig(Section):
     """How updates arrive."""
     webhook_url: str | None = None
     """Public HTTPS URL Telegram posts to (webhook mode)."""
-    webhook_secret: Secret = None
+    webhook_secret: Annotated[Secret, SecretVariable("TELEGRAM_WEBHOOK_SECRET", fallback=False)] = None
     """Secret Telegram sends in X-Telegram-Bot-Api-Secret-Token (required in webhook mode)."""
     webhook_listen: Listen = Listen()
     """Where the webhook server listens."""
@@ -219,11 +257,29 @@ class TelegramConfig(Section):
     webhook_check_interval: Annotated[float, _between(1.0, 3600.0)] = 60.0
     """Webhook mode: seconds between getWebhookInfo checks (lost registration, Telegram failing to reach us)."""
 
+    def required(self) -> tuple[str, ...]:
+        return ("token", "webhook_url", "webhook_secret") if self.mode == "webhook" else ("token",)
 
-class DiscordConfig(Section):
+    def connection(self) -> str:
+        if self.mode == "webhook":
+            text = f"webhook {self.webhook_url}, listening on {self.webhook_listen.host}:{self.webhook_listen.port}"
+        else:
+            text = "long polling"
+        return f"{text} via {self.api_base_url}" if self.api_base_url else text
+
+    def conflict(self, path: str) -> Conflict | None:
+        if self.mode != "polling" or self.stall_timeout > self.poll_timeout:
+            return None
+        # A healthy long poll answers only every poll_timeout seconds; a shorter stall limit restarts it forever.
+        return Conflict("polling timeouts do not fit",
+                        f"{path}.stall_timeout ({self.stall_timeout:g} s) must be longer than poll_timeout "
+                        f"({self.poll_timeout} s); raise stall_timeout or lower poll_timeout")  # fmt: skip
+
+
+class DiscordConfig(PlatformSection):
     enabled: Toggle = "auto"
     """auto: on when a token is set."""
-    token: Secret = None
+    token: Annotated[Secret, SecretVariable("DISCORD_BOT_TOKEN")] = None
     """Bot token from the Developer Portal; when unset, DISCORD_BOT_TOKEN is used."""
     api_base_url: str | None = None
     """Discord REST base URL (a local emulator in tests)."""
@@ -244,15 +300,25 @@ class DiscordConfig(Section):
     allow_bots: bool = False
     """Accept messages from other bots (the bot's own messages are always ignored)."""
 
+    def required(self) -> tuple[str, ...]:
+        return ("token",)
 
-class SlackConfig(Section):
+    def connection(self) -> str:
+        intent = "message content intent on" if self.message_content_intent else "mentions and DMs only"
+        text = f"gateway connection, {intent}"
+        if self.api_base_url or self.gateway_url:
+            text += f" via {self.api_base_url or 'discord.com'} / {self.gateway_url or 'gateway.discord.gg'}"
+        return text
+
+
+class SlackConfig(PlatformSection):
     enabled: Toggle = "auto"
     """auto: on when the tokens the mode needs are set."""
-    bot_token: Secret = None
+    bot_token: Annotated[Secret, SecretVariable("SLACK_BOT_TOKEN", example="xoxb-...")] = None
     """xoxb- bot token; when unset, SLACK_BOT_TOKEN is used."""
-    app_token: Secret = None
+    app_token: Annotated[Secret, SecretVariable("SLACK_APP_TOKEN", example="xapp-...")] = None
     """xapp- app-level token for Socket Mode; when unset, SLACK_APP_TOKEN is used."""
-    signing_secret: Secret = None
+    signing_secret: Annotated[Secret, SecretVariable("SLACK_SIGNING_SECRET")] = None
     """Signing secret for HTTP mode; when unset, SLACK_SIGNING_SECRET is used."""
     mode: Literal["socket", "http"] = "socket"
     """Socket Mode (no public URL needed) or the HTTP Events API."""
@@ -273,17 +339,30 @@ class SlackConfig(Section):
     """In channels, answer only @mentions and threads the bot takes part in; false: every message of the
     channels the app is in (each top-level message opens a thread of its own)."""
 
+    def required(self) -> tuple[str, ...]:
+        return ("bot_token", "app_token") if self.mode == "socket" else ("bot_token", "signing_secret")
+
+    def connection(self) -> str:
+        listen = self.http_listen
+        text = "Socket Mode" if self.mode == "socket" else f"HTTP events on {listen.host}:{listen.port}{listen.path}"
+        return f"{text} via {self.api_base_url}" if self.api_base_url else text
+
 
 class PlatformsConfig(Section):
-    """One section per platform, named as the platform (its adapter is the package ``adapters.<name>``)."""
+    """One section per platform, named as the platform (its adapter is the package ``adapters.<name>``).
+    A new platform adds its :class:`PlatformSection` here: the loader and the plan find it by iterating."""
 
     telegram: TelegramConfig = TelegramConfig()
     discord: DiscordConfig = DiscordConfig()
     slack: SlackConfig = SlackConfig()
 
-    def section(self, platform: str) -> Section | None:
+    def section(self, platform: str) -> PlatformSection | None:
         """The section of ``platform``; None for a name that has none (a platform only a test adds)."""
         return getattr(self, platform) if platform in type(self).model_fields else None
+
+    def sections(self) -> list[tuple[str, PlatformSection]]:
+        """Each platform's name and section, in the order they are shown."""
+        return [(name, getattr(self, name)) for name in type(self).model_fields]
 
 
 class SessionsConfig(Section):

@@ -1,7 +1,9 @@
 """What a configuration would run, and what stops it from running.
 
 ``switchboard check`` prints the plan; ``switchboard run`` refuses to start
-while it has blockers, naming exactly which variables or keys to set.
+while it has blockers, naming exactly which variables or keys to set. Each platform's
+section (a :class:`config.models.PlatformSection`) says what it requires, how it connects
+and which of its settings conflict; the rules here are the same for every platform.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from config.loader import LoadedConfig
-from config.models import Toggle
+from config.models import PlatformSection, Toggle
+from config.secret_variables import declared_secrets
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +42,7 @@ class RunPlan:
 
 def build_plan(loaded: LoadedConfig, extra_platforms: Iterable[str] = ()) -> RunPlan:
     """Decide which platforms run and collect every blocker."""
-    plans = (_telegram(loaded), _discord(loaded), _slack(loaded))
+    plans = tuple(_platform_plan(loaded, name, section) for name, section in loaded.settings.platforms.sections())
     blockers = [plan.blocker for plan in plans if plan.blocker]
     extra = list(extra_platforms)
     if not any(plan.enabled for plan in plans) and not extra and not blockers:
@@ -74,57 +77,29 @@ def _credential_plan(
                         blocker=f"{name} {reason}: {needs} ({loaded.looked_for(missing)})")  # fmt: skip
 
 
-def _telegram(loaded: LoadedConfig) -> PlatformPlan:
-    cfg = loaded.settings.platforms.telegram
-    required: dict[str, str | None] = {"platforms.telegram.token": cfg.token}
-    if cfg.mode == "webhook":
-        required["platforms.telegram.webhook_url"] = cfg.webhook_url
-        required["platforms.telegram.webhook_secret"] = cfg.webhook_secret
-        detail = f"webhook {cfg.webhook_url}, listening on {cfg.webhook_listen.host}:{cfg.webhook_listen.port}"
-    else:
-        detail = "long polling"
-    if cfg.api_base_url:
-        detail += f" via {cfg.api_base_url}"
-    plan = _credential_plan(loaded, "telegram", cfg.enabled, required, detail)
-    if plan.enabled and cfg.mode == "polling" and cfg.stall_timeout <= cfg.poll_timeout:
-        # A healthy long poll answers only every poll_timeout seconds; a shorter stall limit restarts it forever.
-        blocker = (f"telegram: platforms.telegram.stall_timeout ({cfg.stall_timeout:g} s) must be longer than "
-                   f"poll_timeout ({cfg.poll_timeout} s); raise stall_timeout or lower poll_timeout")  # fmt: skip
-        return PlatformPlan("telegram", False, "polling timeouts do not fit", blocker=blocker)
+def _platform_plan(loaded: LoadedConfig, name: str, section: PlatformSection) -> PlatformPlan:
+    path = f"platforms.{name}"
+    required = {f"{path}.{key}": getattr(section, key) for key in section.required()}
+    plan = _credential_plan(loaded, name, section.enabled, required, section.connection())
+    conflict = section.conflict(path) if plan.enabled else None
+    if conflict is not None:
+        return PlatformPlan(name, False, conflict.detail, blocker=f"{name}: {conflict.problem}")
     return plan
 
 
-def _discord(loaded: LoadedConfig) -> PlatformPlan:
-    cfg = loaded.settings.platforms.discord
-    intent = "message content intent on" if cfg.message_content_intent else "mentions and DMs only"
-    detail = f"gateway connection, {intent}"
-    if cfg.api_base_url or cfg.gateway_url:
-        detail += f" via {cfg.api_base_url or 'discord.com'} / {cfg.gateway_url or 'gateway.discord.gg'}"
-    return _credential_plan(loaded, "discord", cfg.enabled, {"platforms.discord.token": cfg.token}, detail)
-
-
-def _slack(loaded: LoadedConfig) -> PlatformPlan:
-    cfg = loaded.settings.platforms.slack
-    required: dict[str, str | None] = {"platforms.slack.bot_token": cfg.bot_token}
-    if cfg.mode == "socket":
-        required["platforms.slack.app_token"] = cfg.app_token
-        detail = "Socket Mode"
-    else:
-        required["platforms.slack.signing_secret"] = cfg.signing_secret
-        listen = cfg.http_listen
-        detail = f"HTTP events on {listen.host}:{listen.port}{listen.path}"
-    if cfg.api_base_url:
-        detail += f" via {cfg.api_base_url}"
-    return _credential_plan(loaded, "slack", cfg.enabled, required, detail)
-
-
 def _no_platform_message(loaded: LoadedConfig) -> str:
-    home_env = loaded.home / ".env"
-    tokens = ["platforms.telegram.token", "platforms.discord.token", "platforms.slack.bot_token", "platforms.slack.app_token"]
+    """What would turn a platform on: each one's settings in its default mode, its variables where it has them."""
+    ways: list[str] = []
+    paths: list[str] = []
+    for name, section in loaded.settings.platforms.sections():
+        keys = type(section)().required()
+        variables = declared_secrets(type(section))
+        ways.append(" with ".join(variables[key].name if key in variables else f"platforms.{name}.{key}" for key in keys))
+        paths += [f"platforms.{name}.{key}" for key in keys]
     return (
-        "no platform is enabled: set TELEGRAM_BOT_TOKEN, or DISCORD_BOT_TOKEN, or SLACK_BOT_TOKEN with "
-        f"SLACK_APP_TOKEN (in the environment or {home_env}), or the matching keys under platforms: in config.yaml "
-        f"({loaded.looked_for(tokens, keys=False)})"
+        f"no platform is enabled: set {', or '.join(way for way in ways if way)} (in the environment or "
+        f"{loaded.home / '.env'}), or the matching keys under platforms: in config.yaml "
+        f"({loaded.looked_for(paths, keys=False)})"
     )
 
 

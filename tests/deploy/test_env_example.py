@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from config.home import DOTENV_TEMPLATE, HOME_VARIABLE
-from config.loader import MODEL_KEY_VARIABLES, SECRET_FALLBACKS, example_config_text
+from config.loader import MODEL_KEY_VARIABLES, example_config_text, fallback_variables
 from tests.deploy.dockerfile import REPO
 
 EXAMPLE = REPO / "deploy" / ".env.example"
@@ -14,7 +14,7 @@ EXAMPLE = REPO / "deploy" / ".env.example"
 def variables_read() -> set[str]:
     settings = "\n".join(line for line in example_config_text().splitlines() if not line.lstrip().startswith("#"))
     from_config = set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)", settings))
-    return {HOME_VARIABLE, *SECRET_FALLBACKS.values(), *MODEL_KEY_VARIABLES.values(), *from_config}
+    return {HOME_VARIABLE, *fallback_variables().values(), *MODEL_KEY_VARIABLES.values(), *from_config}
 
 
 def test_every_variable_is_documented_with_a_comment_above_it() -> None:

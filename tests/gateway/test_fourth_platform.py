@@ -1,6 +1,8 @@
 """The adapter contract is complete: a platform defined only here (its adapter and its config model,
-nothing in gateway/) is built by the real loader from its config section, gets its access settings,
-bot name, message limit and platform hint through the real Gateway, and its user gets a reply."""
+nothing in gateway/ or config/) has its secret read from its variable by the real config loader and
+its needs reported by the plan, is built by the real adapter loader from its config section, gets its
+access settings, bot name, message limit and platform hint through the real Gateway, and its user
+gets a reply."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import sys
 import types
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Annotated
 
 import pytest
 import pytest_asyncio
@@ -23,8 +26,11 @@ from adapters.contract import (
     OutboundMessage,
 )
 from config import load_config
+from config.inline_secrets import mask_inline_secrets
 from config.loader import LoadedConfig
-from config.models import IdList, PlatformsConfig, Section, Settings
+from config.models import IdList, PlatformsConfig, PlatformSection, Secret, Settings, Toggle
+from config.plan import PlatformPlan, build_plan
+from config.secret_variables import SecretVariable
 from gateway.adapter_loader import load_adapters
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
@@ -37,15 +43,26 @@ from tests.waiting import eventually
 HINT = "You are answering on Echo: plain text only, at most 120 characters a message."
 
 
-class EchoConfig(Section):
+TOKEN = "echo-secret-token"
+
+
+class EchoConfig(PlatformSection):
     """``platforms.echo``: what a new platform's config model declares."""
 
-    enabled: bool = True
+    enabled: Toggle = "auto"
+    token: Annotated[Secret, SecretVariable("ECHO_TOKEN")] = None
+    server: str | None = None
     name: str = "echobot"
     allowed_users: IdList = []
     allowed_rooms: IdList = []
     allow_all: bool = False
     require_mention: bool = True
+
+    def required(self) -> tuple[str, ...]:
+        return ("token", "server")
+
+    def connection(self) -> str:
+        return f"echo server {self.server}"
 
 
 class EchoAdapter(Adapter):
@@ -56,15 +73,17 @@ class EchoAdapter(Adapter):
     platform_hint = HINT
     chats_setting = "allowed_rooms"
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, token: str) -> None:
         super().__init__()
         self.name = name
+        self.token = token
         self.sent: list[OutboundMessage] = []
         self._intake: Intake | None = None
 
     @classmethod
     def from_config(cls, section: EchoConfig) -> EchoAdapter:
-        return cls(section.name)
+        assert section.token is not None
+        return cls(section.name, section.token)
 
     @property
     def bot_username(self) -> str | None:
@@ -110,19 +129,24 @@ def echo_package(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "adapters.echo", package)
 
 
+ECHO = {"server": "ws://echo.example", "allowed_users": ["alice"], "allowed_rooms": ["room-1"]}
+
+
+def load_echo(home: Path, model_server: ModelServer, section: dict, **env: str) -> LoadedConfig:
+    """The configuration as ``switchboard run`` loads it, with the echo platform's section in the model."""
+    path = write_config(home, model_server, {"platforms": {"echo": section}})
+    return load_config(path, {"SWITCHBOARD_HOME": str(home), **env}, create_home=True, settings_model=EchoSettings)
+
+
 @pytest_asyncio.fixture
 async def echo_config(model_server: ModelServer, tmp_path: Path) -> LoadedConfig:
-    home = tmp_path / "home"
-    loaded = load_config(write_config(home, model_server), {"SWITCHBOARD_HOME": str(home)}, create_home=True)
-    section = {"allowed_users": ["alice"], "allowed_rooms": ["room-1"]}
-    settings = EchoSettings.model_validate({**loaded.settings.model_dump(), "platforms": {"echo": section}})
-    return LoadedConfig(settings=settings, home=loaded.home, config_path=loaded.config_path)
+    return load_echo(tmp_path / "home", model_server, ECHO, ECHO_TOKEN=TOKEN)
 
 
 @pytest_asyncio.fixture
 async def echo_gateway(echo_package: None, echo_config: LoadedConfig) -> AsyncIterator[tuple[Gateway, EchoAdapter, Store]]:
     store = await Store.open(echo_config.db_path)
-    (adapter,) = load_adapters(["echo"], echo_config)
+    (adapter,) = load_adapters(build_plan(echo_config).enabled, echo_config)
     assert isinstance(adapter, EchoAdapter)
     gateway = Gateway(echo_config, store, [adapter], build_agent(echo_config, search=search_function(store)))
     await gateway.start()
@@ -130,10 +154,44 @@ async def echo_gateway(echo_package: None, echo_config: LoadedConfig) -> AsyncIt
     await gateway.shutdown()
 
 
+def test_the_new_platforms_secret_is_read_from_its_variable_and_masked(echo_config: LoadedConfig) -> None:
+    assert echo_config.settings.platforms.echo.token == TOKEN  # type: ignore[attr-defined]
+    assert echo_config.variable_for("platforms.echo.token") == "ECHO_TOKEN"
+    assert "platforms.echo.token" in echo_config.secret_paths() and TOKEN in echo_config.secrets()
+    config = echo_config.config_path
+    assert config is not None
+    config.write_text(config.read_text(encoding="utf-8").replace("server:", f"token: {TOKEN}\n    server:"), encoding="utf-8")
+    masked = mask_inline_secrets(load_config(config, {"SWITCHBOARD_HOME": str(echo_config.home)},
+                                             settings_model=EchoSettings), {})  # fmt: skip
+    assert masked.masked["platforms.echo.token"] == "ECHO_TOKEN" and TOKEN not in masked.text
+
+
+def test_the_plan_reports_the_new_platform_and_what_it_needs(model_server: ModelServer, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env_file, config = home / ".env", home / "config.yaml"
+    *_, echo = build_plan(load_echo(home, model_server, ECHO, ECHO_TOKEN=TOKEN)).platforms
+    assert echo == PlatformPlan("echo", True, "echo server ws://echo.example")
+
+    plan = build_plan(load_echo(home, model_server, {"allowed_users": ["alice"]}, ECHO_TOKEN=TOKEN))
+    assert plan.platforms[-1] == PlatformPlan("echo", False, "incomplete credentials", blocker=(
+        f"echo has only part of its credentials: set platforms.echo.server (platforms.echo.server is not in {config})"
+    ))  # fmt: skip
+
+    plan = build_plan(load_echo(home, model_server, {"allowed_users": ["alice"]}))
+    missing = "ECHO_TOKEN is set neither in the environment nor in " + str(env_file)
+    assert plan.platforms[-1] == PlatformPlan("echo", False, f"no credentials ({missing})")
+    assert plan.blockers[0].startswith(
+        "no platform is enabled: set TELEGRAM_BOT_TOKEN, or DISCORD_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_APP_TOKEN, "
+        f"or ECHO_TOKEN with platforms.echo.server (in the environment or {env_file})"
+    )
+    assert plan.blockers[0].endswith(f"SLACK_APP_TOKEN and {missing.replace(' is ', ' are ')})")
+
+
 async def test_a_platform_defined_outside_gateway_is_loaded_and_answered_through_the_real_gateway(
     echo_gateway: tuple[Gateway, EchoAdapter, Store], model_server: ModelServer
 ) -> None:
     gateway, echo, store = echo_gateway
+    assert echo.token == TOKEN  # the plan turned it on, the loader built it from its section
     assert echo.commands.private  # the loader handed it the gateway's commands
     model_server.script(Text("word " * 60))  # 300 characters: more than one Echo message
     await echo.say("1", "hello", user="alice")
