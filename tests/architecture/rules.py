@@ -61,6 +61,12 @@ RULES = (
         "agent",
         ("gateway", "adapters", "config"),
     ),
+    Rule(
+        "no platform in gateway/: of adapters/ it imports the contract and the HTTP listener only, and no "
+        "platform SDK (each adapter is loaded by name from its config section)",
+        "gateway",
+        ("adapters.telegram", "adapters.discord", "adapters.slack", "aiogram", "discord", "slack_bolt", "slack_sdk"),
+    ),
     Rule("storage/ imports nothing of ours", "storage", ("gateway", "agent", "adapters", "config")),
     Rule("config/ imports nothing of ours", "config", ("gateway", "agent", "adapters", "storage")),
     Rule(

@@ -27,6 +27,7 @@ BROKEN_TREE = {
     "adapters/__init__.py": "",
     "adapters/ok.py": "import aiogram\nfrom adapters import base\n",
     "adapters/base.py": "from gateway.events import InboundMessage\n",
+    "adapters/telegram/__init__.py": "class TelegramAdapter:\n    pass\n",
     "adapters/late.py": "def load():\n    from storage import Store\n    return Store\n",
     "agent/__init__.py": "from agent.core import Agent\n",
     "agent/core.py": "import structlog\n\nclass Agent:\n    pass\n",
@@ -43,6 +44,9 @@ BROKEN_TREE = {
     "gateway/events.py": "class InboundMessage:\n    pass\n",
     "gateway/app.py": "from agent import Agent\nfrom storage import Store\nfrom agent.core import Agent as Core\n",
     "gateway/lazy.py": "def build():\n    from agent import core\n    return core\n",
+    "gateway/loader.py": "import importlib\n\nfrom adapters import http_listener\nfrom adapters.base import Adapter\n",
+    "gateway/platform.py": "from adapters.telegram import TelegramAdapter\n",
+    "gateway/sdk.py": "def probe():\n    import aiogram\n    return aiogram\n",
 }
 
 EXPECTED = {
@@ -56,6 +60,8 @@ EXPECTED = {
     ("config/cycle.py:2", "config/"),
     ("gateway/app.py:3", "gateway/"),
     ("gateway/lazy.py:2", "gateway/"),
+    ("gateway/platform.py:1", "no platform in gateway/"),
+    ("gateway/sdk.py:2", "no platform in gateway/"),
 }
 
 
