@@ -6,8 +6,11 @@ the transaction (``insert_appends`` runs in the writer's thread) rows get
 explicit ids and sequence numbers, which is safe because ``BEGIN IMMEDIATE``
 holds the write lock: the writer remembers what it wrote last (``Sequences``)
 and probes the database only for sessions it has not appended to yet, or
-after another connection committed. Reads are coroutines on a reader
-connection.
+after another connection committed. Appends to sessions it knows may go in
+as one statement with no transaction around it (``append_alone``): ids and
+seqs are unique in the table, so a guess another connection overtook fails
+whole and the batch is written again the careful way. Reads are coroutines
+on a reader connection.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ __all__ = [
     "AppendRequest",
     "MessageAppend",
     "Sequences",
+    "append_alone",
     "insert_appends",
     "last_seq",
     "load_messages",
@@ -178,6 +182,32 @@ def insert_appends(
     if placed.rows:
         _insert_rows(conn, placed.rows, placed.payload, now)
     placed.keep(known)
+    return placed.results
+
+
+def append_alone(
+    conn: sqlite3.Connection, requests: Sequence[AppendRequest], now: float, known: Sequences
+) -> list[list[MessageRecord] | StorageError] | None:
+    """Insert appends as one statement outside any transaction (SQLite commits it on its own), or None.
+
+    Saves the ``BEGIN`` and the ``COMMIT`` of a transaction, each a trip from SQLite back to
+    Python that must take the GIL from a busy event loop. Only for
+    sessions ``known`` holds, and messages without NUL characters (those need a statement of their
+    own); None, with nothing written, otherwise. Safe without the probe a transaction starts with:
+    if another connection has appended since ``known`` was filled, an id or ``(session_id, seq)``
+    of this statement is taken, it fails with ``sqlite3.IntegrityError`` and writes nothing (the
+    caller forgets ``known`` and runs the batch in a transaction, probing afresh); a commit that
+    did not collide is noticed just after (``Sequences.refresh``). What it buys shows in
+    ``bench.storage``'s appends per second (``ratio_to_floor``).
+    """
+    if known.last_id is None or any(request.session_id not in known.last_seq for request in requests):
+        return None
+    placed = _place(requests, now, known)
+    if not placed.rows or _HAS_NUL in placed.payload:
+        return None
+    conn.execute(_BULK_INSERT, (now, placed.payload))
+    placed.keep(known)
+    known.refresh(conn)  # another connection's commit that did not collide
     return placed.results
 
 

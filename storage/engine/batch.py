@@ -2,8 +2,9 @@
 
 ``apply_batch`` runs a batch inside the transaction the writer opened: the
 appends together (one statement), each kind of bulk write together, the rest
-one by one. It returns one ``Outcome`` per operation, in order; the writer
-hands them back to the callers.
+one by one. ``append_batch_alone`` writes a batch of nothing but plain appends
+as one statement with no transaction around it, when it can. Both return one
+``Outcome`` per operation, in order; the writer hands them back to the callers.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from storage.engine.bulk import BulkWrite
-from storage.messages import AppendRequest, Sequences, insert_appends
+from storage.messages import AppendRequest, Sequences, append_alone, insert_appends
 from storage.sessions import add_usage_all
 
-__all__ = ["Operation", "Outcome", "apply_batch"]
+__all__ = ["Operation", "Outcome", "append_batch_alone", "apply_batch"]
 
 Operation: TypeAlias = Callable[[sqlite3.Connection], Any] | AppendRequest | BulkWrite
 """One job of a batch: a write operation (a function of the connection), an append, or a bulk write item."""
@@ -66,6 +67,24 @@ def apply_batch(
             outcomes[index] = Outcome(op(conn))  # type: ignore[operator]
             known.last_id = None  # it may have added messages (a lineage split does): read the last id again
     return outcomes  # type: ignore[return-value]
+
+
+def append_batch_alone(
+    conn: sqlite3.Connection, ops: Sequence[Operation], now: float, known: Sequences
+) -> list[Outcome] | None:
+    """A batch of nothing but plain appends (no usage, no riding write) as one statement, without a
+    transaction of its own (``storage.messages.append_alone``); None if it must take a transaction.
+    It saves the ``BEGIN`` and the ``COMMIT``, each a trip out of SQLite that must win the GIL back.
+    """
+    for op in ops:
+        if not isinstance(op, AppendRequest) or op.usage is not None or op.then is not None:
+            return None
+    try:
+        results = append_alone(conn, ops, now, known)  # type: ignore[arg-type]
+    except sqlite3.IntegrityError:  # another connection appended meanwhile: nothing was written
+        known.forget()
+        return None
+    return None if results is None else [Outcome(result) for result in results]
 
 
 def _apply_appends(

@@ -5,7 +5,9 @@ Callers ``await writer.run(op)``, ``await writer.append(request)`` or
 writer connection's thread drains (``storage/engine/worker.py`` runs the batching
 loop there): everything queued so far becomes one ``BEGIN IMMEDIATE ...
 COMMIT`` (group commit), or two (``SPLIT_MIN_APPENDS`` says when and why).
-All appends of a batch become one bulk insert, and
+A batch of nothing but plain appends to sessions the writer has appended to
+before is a single ``INSERT`` that SQLite commits on its own
+(``storage/engine/batch.py``). All appends of a batch become one bulk insert, and
 all bulk writes of one kind one call of that kind (``storage/engine/bulk.py``);
 other operations (plain functions of a ``sqlite3.Connection``) run one after
 another. An append may carry a bulk write of its own (``AppendRequest.then``,
@@ -48,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
-from storage.engine.batch import Outcome, apply_batch
+from storage.engine.batch import Outcome, append_batch_alone, apply_batch
 from storage.engine.bulk import BulkWrite
 from storage.errors import StoreClosedError, WriteFailedError
 from storage.log import log, warn_at_most_once_a_minute
@@ -246,7 +248,9 @@ class Writer:
             part, later = _halves(jobs) if split else (jobs, [])
             try:
                 ops = [job.op for job in part]
-                outcomes = in_transaction(conn, lambda c: apply_batch(c, ops, self._clock(), self._known))
+                outcomes = None if failures else append_batch_alone(conn, ops, self._clock(), self._known)
+                if outcomes is None:
+                    outcomes = in_transaction(conn, lambda c: apply_batch(c, ops, self._clock(), self._known))
             except sqlite3.Error as error:
                 self._known.forget()
                 if not is_busy(error):

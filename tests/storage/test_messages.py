@@ -18,10 +18,11 @@ from storage import (
     SessionNotFoundError,
     Store,
     ToolCallRecord,
+    Usage,
 )
 from storage.records import _MESSAGE_FIELDS, message_record
 from storage.schema import FTS_USERMERGE
-from tests.storage.conftest import new_session, traced, user
+from tests.storage.conftest import Watched, new_session, traced, user
 from tests.waiting import eventually
 
 
@@ -171,8 +172,9 @@ async def test_a_new_sessions_history_is_known_yet_follows_other_stores(db_path:
 
 
 async def test_a_store_appending_after_another_stores_rows_takes_fresh_ids(db_path: Path) -> None:
-    """The writer remembers the last ids it wrote; when another store has taken the next ones meanwhile
-    (in another session), its next append notices and writes with fresh ids."""
+    """The writer's second append to a session is one statement with ids it worked out itself; when
+    another store has taken those ids meanwhile (in another session), the statement fails whole and
+    the batch goes in again, with fresh ids."""
     first, second = await Store.open(db_path), await Store.open(db_path)
     try:
         mine, theirs = await new_session(first, "telegram:1"), await new_session(first, "telegram:2")
@@ -189,6 +191,36 @@ async def test_a_store_appending_after_another_stores_rows_takes_fresh_ids(db_pa
     assert rows == [
         (1, mine.id, 1, "a"), (2, theirs.id, 1, "x"), (3, theirs.id, 2, "y"), (4, mine.id, 2, "b"), (5, mine.id, 3, "c"),
     ]  # fmt: skip
+
+
+def verbs(statements: list[str]) -> list[str]:
+    """The first word of each statement SQLite ran, upper case."""
+    return [sql.split()[0].upper() for sql in statements]
+
+
+async def test_plain_appends_to_a_known_session_commit_without_a_transaction_of_their_own(
+    store: Store, faults: Watched
+) -> None:
+    session = await new_session(store)
+    async with traced(faults) as statements:
+        await store.append_messages(session.id, [user("the writer learns this session's last seq")])
+        assert verbs(statements)[0] == "BEGIN"
+        statements.clear()
+        await store.append_messages(session.id, [user("plain"), user("appends")])
+        plain = list(statements)
+        statements.clear()
+        await store.append_messages(session.id, [user("nul\x00inside")])  # needs a statement of its own
+        with_nul = list(statements)
+        statements.clear()
+        await store.append_messages(session.id, [user("with usage")], usage=Usage(input_tokens=3, output_tokens=1))
+        with_usage = list(statements)
+    assert verbs(plain)[0] == "INSERT" and not {"BEGIN", "COMMIT"} & set(verbs(plain))
+    assert verbs(with_nul)[0] == "BEGIN" and verbs(with_usage)[0] == "BEGIN"
+    assert [m.content for m in await store.load_messages(session.id)][1:] == [
+        "plain", "appends", "nul\x00inside", "with usage",
+    ]  # fmt: skip
+    record = await store.get_session(session.id)
+    assert record is not None and (record.input_tokens, record.output_tokens) == (3, 1)
 
 
 async def test_loaded_lists_are_copies(store: Store) -> None:
