@@ -12,9 +12,9 @@ the engine's insides; through this seam it says what it does in the store's own 
 * ``batch(size)`` and ``appended(session_id, records)`` are hooks, no-ops here: subclass and
   override them to watch every batch the writer commits, or to make the store's bookkeeping of a
   committed append fail (raise in ``appended``);
-* ``checkpoint_round(wal_frames)`` reports a background checkpoint round, as the maintenance task
-  would, and ``checkpoint_rounds`` counts them; ``progress`` is what the writer shares with its
-  background work, for a test that runs such work of its own (a word indexer with small bounds).
+* ``checkpoint_rounds`` counts the maintenance task's background checkpoint rounds; ``progress``
+  is what the writer shares with its background work, for a test that runs such work of its own
+  (a word indexer with small bounds).
 
 A store opened without one does none of this, and its hooks cost nothing. What a failure then looks
 like to callers is the same as in production: :class:`storage.errors.Fault` names it.
@@ -60,11 +60,6 @@ class FaultSeam:
             raise RuntimeError("open a store with these faults first")
         return self._run(fn)
 
-    def checkpoint_round(self, *, wal_frames: int) -> None:
-        """Report a background checkpoint round that found the WAL ``wal_frames`` frames long."""
-        self._progress.wal_frames = wal_frames
-        self._progress.background_checkpoints += 1
-
     @property
     def progress(self) -> Any:
         """The counters the writer shares with its background work (``storage.engine.maintenance.WalProgress``):
@@ -73,5 +68,5 @@ class FaultSeam:
 
     @property
     def checkpoint_rounds(self) -> int:
-        """Background checkpoint rounds completed so far (the maintenance task's and reported ones)."""
+        """Background checkpoint rounds the maintenance task has completed so far."""
         return int(self._progress.background_checkpoints)

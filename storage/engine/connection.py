@@ -32,9 +32,10 @@ BUSY_TIMEOUT_MS: Final = 50
 """SQLite's own wait on a lock, per attempt; longer waits are the writer's backoff."""
 _READER_CACHE_KIB: Final = 32 * 1024
 _READ_MMAP_BYTES: Final = 256 * 1024 * 1024
-"""Readers and maintenance read the database file through a memory map: a page not in the
-connection's own cache is then a memory access instead of a ``pread`` and a copy (what a first
-load of a long history mostly is). Writes still go through the WAL as usual."""
+"""Readers read the database file through a memory map: a page not in the connection's own cache
+is then a memory access instead of a ``pread`` and a copy (what a first load of a long history
+mostly is; ``bench.storage``'s ``history_load_cold_us`` shows it). Maintenance connections, which
+work beside the writer while it appends, read as usual."""
 
 
 class Role(enum.Enum):
@@ -68,10 +69,12 @@ def _pragmas(role: Role, synchronous: str) -> list[str]:
             "PRAGMA wal_autocheckpoint = 0",
             "PRAGMA cache_size = -16384",
         ]
-    mmap = f"PRAGMA mmap_size = {_READ_MMAP_BYTES}"
     if role is Role.READER:
-        return [*common, f"PRAGMA cache_size = -{_READER_CACHE_KIB}", "PRAGMA query_only = ON", mmap]
-    return [*common, "PRAGMA wal_autocheckpoint = 0", mmap]
+        return [
+            *common, f"PRAGMA cache_size = -{_READER_CACHE_KIB}", "PRAGMA query_only = ON",
+            f"PRAGMA mmap_size = {_READ_MMAP_BYTES}",
+        ]  # fmt: skip
+    return [*common, "PRAGMA wal_autocheckpoint = 0"]
 
 
 def _check_synchronous(synchronous: str) -> None:

@@ -9,12 +9,9 @@ one waits for the whole checkpoint, and every append queued behind it too). Inst
   without blocking the writer. If the WAL grew meanwhile, a few more runs
   follow at once, each copying only the frames written during the previous.
 * The WAL file only starts over from the beginning when a write transaction
-  begins right after a checkpoint that copied *everything*. Under a steady
-  stream of back-to-back transactions that moment never comes from another
-  connection, so once a background checkpoint finds the WAL past
-  ``storage.engine.writer.WAL_RESTART_FRAMES`` the writer itself copies the tail
-  left over, between two of its transactions (``WalProgress``; see
-  ``Writer``). Its next transaction then restarts the WAL.
+  begins right after a checkpoint that copied *everything*. A burst of
+  back-to-back transactions therefore grows it; the first round that finds
+  the writer paused copies the rest, and the next transaction starts over.
 * A restart reuses the WAL file from its start; it does not make it
   smaller. After a burst has grown it past ``WAL_KEEP_BYTES``, the first
   round that finds the writer quiet (its checkpoint copied the whole WAL,
@@ -57,10 +54,8 @@ class WalProgress:
     """Write transactions the writer has committed."""
     background_checkpoints: int = 0
     """Background checkpoint rounds completed."""
-    wal_frames: int = 0
-    """Frames in the WAL as the last background checkpoint found it."""
     writing_seconds: float = 0.0
-    """Time the writer has spent on batches (transactions, merge slices, WAL-tail copies): how busy it is."""
+    """Time the writer has spent on batches (transactions and merge slices): how busy it is."""
 
 
 class Maintenance:
@@ -115,7 +110,6 @@ class Maintenance:
         previous = -1
         for attempt in range(_CATCH_UP_TRIES):
             busy, frames, done = await self.checkpoint()
-            self._progress.wal_frames = frames
             log.debug("storage.checkpoint", busy=busy, wal_frames=frames, copied=done, attempt=attempt)
             if busy or done < frames or frames <= previous + _FEW_FRAMES:
                 return not busy and done == frames  # else blocked by a reader, or the writer goes on

@@ -62,7 +62,7 @@ from storage.schema import FTS_USERMERGE
 from storage.engine.transaction import in_transaction
 from storage.engine.worker import ConnectionThread
 
-__all__ = ["MAX_BATCH", "SPLIT_MIN_APPENDS", "WAL_RESTART_FRAMES", "MergePolicy", "Settled", "WriteOp", "Writer"]
+__all__ = ["MAX_BATCH", "SPLIT_MIN_APPENDS", "MergePolicy", "Settled", "WriteOp", "Writer"]
 
 T = TypeVar("T")
 WriteOp = Callable[[sqlite3.Connection], T]
@@ -81,18 +81,9 @@ two halves keep alternating, and the writer no longer waits. A batch that was al
 the writer came for it (the gateway under load, where the event loop, not the writer, is the
 limit) goes in whole: a second transaction would only be one more hand-back for a busy loop, and
 every statement of it one more wait for the GIL. Halves smaller than 16 appends gain less than a
-commit costs.
+commit costs. What it buys shows in ``bench.storage``'s appends per second (its scenario exactly).
 """
 _MAX_MERGE_DEBT_PAGES: Final = 20_000
-WAL_RESTART_FRAMES: Final = 32_768
-"""The writer copies the WAL's tail itself (so that its next transaction restarts the WAL) only
-once a background checkpoint has found the WAL this long: 128 MiB at SQLite's 4 KiB pages.
-
-Copying the tail makes every append queued meanwhile wait for it, and it ends with two fsyncs
-(the WAL's, then the database file's), so it is kept rare. A writer that pauses at all needs no
-copy: the background checkpoint catches up on its own, and the next transaction restarts the WAL.
-So only a long burst lets the WAL grow, up to about this size, before the writer pays once; the
-background task truncates the file once the writer is quiet again (``storage/engine/maintenance.py``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,7 +149,6 @@ class Writer:
         self._settled_at = 0  # ``_segments`` when a merge slice last found nothing to merge
         self._stop_seen = False
         self.progress = progress if progress is not None else WalProgress()
-        self._tail_copied_after = 0  # background checkpoint rounds seen when the tail was last copied
 
     @property
     def external_commits(self) -> int:
@@ -234,7 +224,6 @@ class Writer:
                 started = time.perf_counter()
                 self._commit(conn, jobs, split=waited)
                 self._merge_if_due(conn)
-                self._copy_wal_tail(conn)
                 self.progress.writing_seconds += time.perf_counter() - started
 
     def _drain(self, jobs: list[_Job[Any]], *, stop: bool = False) -> list[_Job[Any]]:
@@ -322,6 +311,7 @@ class Writer:
         would still cost a transaction, and it runs just as the event loop wakes the callers of the
         batch before it, so each of its statements would wait for the GIL for nothing. Segments
         that other processes write are not counted; FTS5's 'crisismerge' is the backstop for those.
+        What it buys shows in ``bench.storage``'s appends per second and append p99 and max.
         """
         if self._merge is None or self._segments - self._settled_at < FTS_USERMERGE:
             return
@@ -347,18 +337,6 @@ class Writer:
             return False
         self._merge_debt -= self._merge.pages_per_slice
         return True
-
-    def _copy_wal_tail(self, conn: sqlite3.Connection) -> None:
-        """After a background checkpoint that found the WAL past ``WAL_RESTART_FRAMES``, copy what it
-        left so the next transaction restarts the WAL."""
-        rounds = self.progress.background_checkpoints
-        if rounds == self._tail_copied_after or self.progress.wal_frames < WAL_RESTART_FRAMES:
-            return
-        self._tail_copied_after = rounds
-        try:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        except sqlite3.Error as error:
-            warn_at_most_once_a_minute("storage.checkpoint_failed", error=str(error))
 
     def _settle(self, how: Callable[[list[_Job[Any]], Any], None], jobs: list[_Job[Any]], result: Any) -> None:
         assert self._loop is not None

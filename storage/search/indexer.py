@@ -21,8 +21,8 @@ messages wait, so the tail that queries scan (``storage.search.words.TAIL_ROWS``
 A gateway's turn is a handful of write transactions of well under a
 millisecond each, so even a hundred busy chats keep the writer far below
 half busy and the indexer keeps up tick by tick; only a burst of appends
-back to back builds a tail, which the first quiet tick indexes. The indexer's thread also runs at a lower scheduling
-priority (``nice`` +10), so the event loop and the writer get the CPU first.
+back to back builds a tail, which the first quiet tick indexes. What holding
+back buys shows in ``bench.storage``'s append p99 and max latency.
 
 Several processes may index the same file: words are inserted with
 ``OR IGNORE`` and the watermark only moves up, so duplicate work is harmless.
@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sqlite3
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -49,7 +47,7 @@ from storage.engine.maintenance import WalProgress
 from storage.search.words import TAIL_ROWS, backlog, read_slice, record_words
 from storage.engine.worker import ConnectionThread
 
-__all__ = ["BUSY_BACKLOG", "BUSY_SHARE", "NICENESS", "SLICE_ROWS", "WordIndexer"]
+__all__ = ["BUSY_BACKLOG", "BUSY_SHARE", "SLICE_ROWS", "WordIndexer"]
 
 SLICE_ROWS: Final = 2000
 BUSY_SHARE: Final = 0.5
@@ -59,15 +57,6 @@ BUSY_BACKLOG: Final = TAIL_ROWS - 10_000
 
 The unindexed tail stays under ``TAIL_ROWS`` as long as fewer than 10,000 messages arrive between
 two looks: 40,000 appends a second at the default interval, well past what the writer sustains."""
-NICENESS: Final = 10
-
-
-def _lower_priority(conn: sqlite3.Connection) -> None:
-    """Run in the indexer's thread: make it yield the CPU to everything else (Linux: per-thread nice)."""
-    with contextlib.suppress(OSError, AttributeError):
-        thread = threading.get_native_id()
-        current = os.getpriority(os.PRIO_PROCESS, thread)
-        os.setpriority(os.PRIO_PROCESS, thread, min(19, current + NICENESS))
 
 
 class WordIndexer:
@@ -95,10 +84,8 @@ class WordIndexer:
 
     @staticmethod
     async def open_thread(path: Path, *, synchronous: str) -> ConnectionThread:
-        """The indexer's own connection, in a thread of low priority."""
-        thread = await ConnectionThread.open(path, Role.MAINTENANCE, synchronous=synchronous)
-        await thread.call(_lower_priority)
-        return thread
+        """The indexer's own connection, in a thread of its own."""
+        return await ConnectionThread.open(path, Role.MAINTENANCE, synchronous=synchronous)
 
     def start(self) -> None:
         """Run in the background; without an interval the indexer only works when ``catch_up()`` is called."""

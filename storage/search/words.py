@@ -112,8 +112,7 @@ def message_words(texts: Iterable[str | None]) -> set[str]:
 # -- the background indexer's side ------------------------------------------------------------------
 # A slice is cut into words by SQLite itself, with the word index's own tokenizer,
 # in a scratch full-text table private to the indexer's connection (TEMP: no lock
-# on the database; the sqlite3 module lets go of the GIL meanwhile, and the
-# indexer's thread runs at a lower CPU priority, see ``storage/search/indexer.py``). So the
+# on the database; the sqlite3 module lets go of the GIL meanwhile). So the
 # vocabulary holds exactly the words the word index knows, and no Python loop
 # runs over message text.
 

@@ -1,4 +1,4 @@
-"""Keeping the WAL short: background checkpoints, and when the writer restarts the WAL itself."""
+"""Keeping the WAL short: background checkpoints, and the WAL starting over once the writer pauses."""
 
 from __future__ import annotations
 
@@ -6,35 +6,8 @@ import asyncio
 from pathlib import Path
 
 from storage import FaultSeam, Store
-from storage.engine.writer import WAL_RESTART_FRAMES
-from tests.storage.conftest import new_session, traced, user
+from tests.storage.conftest import new_session, user
 from tests.waiting import eventually
-
-
-async def test_the_writer_copies_the_wal_tail_only_once_a_background_round_found_the_wal_long(
-    db_path: Path,
-) -> None:
-    # The background task never runs here (an hour between rounds): the test reports its rounds.
-    faults = FaultSeam()
-    store = await Store.open(db_path, checkpoint_interval=3600, faults=faults)
-    try:
-        session = await new_session(store)
-        async with traced(faults) as statements:
-
-            async def copies() -> int:
-                await faults.on_writer(lambda conn: None)  # the writer looks after a batch: wait for the next
-                return sum("wal_checkpoint" in sql for sql in statements)
-
-            faults.checkpoint_round(wal_frames=WAL_RESTART_FRAMES - 1)
-            await store.append_messages(session.id, [user("a round found a short WAL")])
-            assert await copies() == 0
-            faults.checkpoint_round(wal_frames=WAL_RESTART_FRAMES)
-            await store.append_messages(session.id, [user("a round found a long WAL")])
-            assert await copies() == 1
-            await store.append_messages(session.id, [user("no new round since")])
-            assert await copies() == 1
-    finally:
-        await store.close()
 
 
 async def test_a_writer_that_pauses_starts_the_wal_over_without_copying_the_tail(db_path: Path) -> None:
