@@ -5,7 +5,9 @@ markup dialects, the command menu), :mod:`.errors` what an adapter raises and
 how it translates its platform's exceptions, :mod:`.adapter` the
 :class:`Adapter` base class (and, in its docstring, what a new platform must
 provide) with its capabilities, status and access settings, and
-:mod:`.rejections` how an inbound event that cannot be read is logged.
+:mod:`.rejections` how an inbound event that cannot be read is logged, and
+:mod:`.streaming` how a reply is shown while it is written and how fast a platform
+may be written to.
 
 Dependencies point one way: the gateway imports this package; adapters import
 it and nothing of the gateway.
@@ -28,6 +30,7 @@ from adapters.contract.errors import (
     MarkupRejected,
     RateLimited,
     RecipientUnavailable,
+    StreamingUnsupported,
     TransientDeliveryError,
     Translate,
     translated,
@@ -43,6 +46,7 @@ from adapters.contract.events import (
     storable_text,
 )
 from adapters.contract.rejections import log_rejected, rejection_reason
+from adapters.contract.streaming import Rate, RateLimits, StreamMode
 
 __all__ = [
     "AccessPolicy",
@@ -63,8 +67,12 @@ __all__ = [
     "MenuCommand",
     "OutboundMessage",
     "Probe",
+    "Rate",
     "RateLimited",
+    "RateLimits",
     "RecipientUnavailable",
+    "StreamMode",
+    "StreamingUnsupported",
     "TransientDeliveryError",
     "Translate",
     "Where",

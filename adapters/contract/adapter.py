@@ -22,7 +22,8 @@ package exports (in ``__all__``) one subclass of :class:`Adapter` that provides:
   (the section also has ``allowed_users``, ``allow_all`` and ``require_mention``);
 * ``bot_username``: the bot's own name once connected, for ``/cmd@name``;
 * ``start``, ``stop_intake``, ``close``, ``send`` (and ``edit``, ``typing`` where
-  the platform has them), raising the delivery errors of :mod:`.errors`, with
+  the platform has them; ``stream_modes`` with the streaming methods it offers,
+  see :mod:`.streaming`; ``chat_rate`` where a kind of chat takes fewer sends), raising the delivery errors of :mod:`.errors`, with
   the platform library's exceptions translated by :func:`.errors.translated`;
 * optionally a module ``adapters/<platform>/probe.py`` with
   ``async def probe(section, http, where) -> Probe``: the doctor's read-only
@@ -41,8 +42,9 @@ from enum import StrEnum
 from types import TracebackType
 from typing import Any, ClassVar, Literal, Self
 
-from adapters.contract.errors import AdapterError
-from adapters.contract.events import CommandMenu, InboundMessage, Markup, OutboundMessage
+from adapters.contract.errors import AdapterError, StreamingUnsupported
+from adapters.contract.events import ChatType, CommandMenu, InboundMessage, Markup, OutboundMessage
+from adapters.contract.streaming import Rate, RateLimits, StreamMode
 
 Intake = Callable[[InboundMessage], Awaitable[None]]
 """Hands one inbound message to the gateway; returns once the gateway has accepted (stored) it."""
@@ -69,6 +71,9 @@ class Capabilities:
     """How the limit is counted: Python characters, or UTF-16 code units (Telegram)."""
     can_edit: bool = True
     markup: Markup = Markup.PLAIN
+    rates: RateLimits = RateLimits()
+    """How many sends and edits the platform takes (per chat, overall) and how often a streamed
+    message is updated by default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +180,46 @@ class Adapter(abc.ABC):
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         """Show a typing indicator for a few seconds (the gateway refreshes it). Default: nothing."""
+
+    def chat_rate(self, chat_id: str) -> Rate:
+        """The rate of sends and edits one chat takes; a platform whose groups take fewer than its
+        private chats (Telegram: 20 a minute) says so here. Default: ``capabilities.rates.per_chat``."""
+        return self.capabilities.rates.per_chat
+
+    # --- streaming (a reply shown while it is written) ------------------------------------------
+    # Each method raises StreamingUnsupported where the platform (or this bot, or this kind of chat)
+    # refuses it; other failures are the delivery errors ``send`` raises.
+    def stream_modes(self, chat_type: ChatType, thread_id: str | None = None) -> tuple[StreamMode, ...]:
+        """The ways a reply in such a chat can be shown as it is written, best first (none: not at all).
+        Default: edit in place where the platform can edit."""
+        return (StreamMode.EDIT,) if self.capabilities.can_edit else ()
+
+    async def send_draft(
+        self, chat_id: str, thread_id: str | None, draft_id: int, text: str, *, markup: Markup = Markup.PLAIN
+    ) -> None:
+        """Show (or replace) the ephemeral draft ``draft_id`` with ``text`` (:attr:`StreamMode.DRAFT`);
+        empty text shows the platform's "thinking" placeholder."""
+        raise StreamingUnsupported(f"{self.platform} has no drafts")
+
+    async def start_stream(self, message: OutboundMessage, *, recipient_user_id: str | None = None) -> str:
+        """Start a natively streamed message (:attr:`StreamMode.NATIVE`) with ``message.text`` (model
+        Markdown, may be empty) in ``message.thread_id``; returns its message id. ``recipient_user_id``:
+        the user the reply answers, for platforms that stream to one person in a channel."""
+        raise StreamingUnsupported(f"{self.platform} has no streaming API")
+
+    async def append_stream(self, chat_id: str, message_id: str, text: str) -> None:
+        """Append ``text`` (model Markdown) to a streamed message started by :meth:`start_stream`."""
+        raise StreamingUnsupported(f"{self.platform} has no streaming API")
+
+    async def stop_stream(self, chat_id: str, message_id: str) -> None:
+        """End a streamed message; it can then be edited like any other (:meth:`edit`). Idempotent:
+        a stream that already ended (by a restart, or the platform's own timeout) is no error."""
+        raise StreamingUnsupported(f"{self.platform} has no streaming API")
+
+    async def set_status(self, chat_id: str, thread_id: str | None, status: str) -> None:
+        """Show ``status`` ("is searching past conversations…") on the platform's own status line for the
+        thread, where it has one (Slack's ``assistant.threads.setStatus``); empty text clears it."""
+        raise StreamingUnsupported(f"{self.platform} has no status line")
 
     # --- status ----------------------------------------------------------------------------
     def status(self) -> AdapterStatus:

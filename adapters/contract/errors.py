@@ -56,6 +56,13 @@ class TransientDeliveryError(DeliveryError):
     retryable = True
 
 
+class StreamingUnsupported(AdapterError):
+    """The platform refused a way of streaming (a draft, its streaming API, a status line) for this chat
+    or this bot: an older or local API server, a chat type it does not apply to, a missing scope. It
+    will not start working on a retry; the gateway falls back to the next :class:`StreamMode` and
+    remembers the refusal for the platform and kind of chat."""
+
+
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """What a platform call was doing, for the delivery error's message."""
