@@ -109,6 +109,7 @@ class SlackAdapter(Adapter):
         self._threads: ThreadMemory | None = None
         self._names: UserNames | None = None
         self._lookup: PostedLookup | None = None
+        self._workspaces: Workspaces | None = None
         self._stream_nonces: OrderedDict[tuple[str, str], str] = OrderedDict()
         """(channel, ts) of a stream started here -> the nonce its stop puts in the message metadata."""
         self.bot: BotIdentity | None = None
@@ -160,10 +161,11 @@ class SlackAdapter(Adapter):
         self._threads = ThreadMemory(self._client, self.bot)
         self._names = UserNames(self._client)
         self._lookup = PostedLookup(self._client, self.bot)
-        workspaces = Workspaces(self.bot, allowed_teams=settings.allowed_teams, allowed_users=settings.allowed_users)
+        self._workspaces = Workspaces(self.bot, allowed_teams=settings.allowed_teams,
+                                      allowed_users=settings.allowed_users)  # fmt: skip
         self._sink = EventSink(
             self.bot, self._threads, self._names, self._note_inbound, every_message=not self._settings.require_mention,
-            workspaces=workspaces,
+            workspaces=self._workspaces,
         )  # fmt: skip
         self._sink.open(intake)
         app = build_app(self._client, settings.signing_secret or "", self.bot, self._sink)
@@ -245,7 +247,7 @@ class SlackAdapter(Adapter):
         return (StreamMode.NATIVE, StreamMode.EDIT) if thread_id else (StreamMode.EDIT,)
 
     async def start_stream(self, message: OutboundMessage, *, recipient_user_id: str | None = None) -> str:
-        team = self.bot.team_id or self.bot.enterprise_id if self.bot is not None else None
+        team = self._workspaces.team_of(recipient_user_id) if self._workspaces is not None else None
         ts = await streaming.start(self._client, message, recipient_user_id=recipient_user_id, recipient_team_id=team)
         if message.nonce:
             self._stream_nonces[(message.chat_id, ts)] = message.nonce

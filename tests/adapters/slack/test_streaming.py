@@ -28,10 +28,22 @@ from adapters.slack import SlackAdapter
 from adapters.slack.adapter import SlackSettings
 from adapters.slack.resend import EVENT_TYPE
 from tests.adapters.slack.conftest import ALICE, CHANNEL, DM, SIGNING_SECRET, Clock
-from tests.fakes.slack_api import BOT_TOKEN, TEAM_ID, Failure, FakeSlack, message, next_ts, post_signed
+from tests.fakes.slack_api import (
+    BOT_TOKEN,
+    BOT_USER_ID,
+    TEAM_ID,
+    Failure,
+    FakeSlack,
+    in_shared_channel,
+    mention,
+    message,
+    next_ts,
+    post_signed,
+)
 from tests.waiting import eventually
 
 THREAD = "1700000000.000100"
+PARTNER = "T0PARTNER"
 
 
 @pytest.fixture
@@ -42,7 +54,8 @@ def inbox() -> list[InboundMessage]:
 @pytest_asyncio.fixture
 async def adapter(fake_slack: FakeSlack, inbox: list[InboundMessage]) -> AsyncIterator[SlackAdapter]:
     adapter = SlackAdapter(SlackSettings(bot_token=BOT_TOKEN, mode="http", signing_secret=SIGNING_SECRET,
-                                         api_base_url=fake_slack.api_url, listen_port=0))  # fmt: skip
+                                         api_base_url=fake_slack.api_url, listen_port=0,
+                                         allowed_teams=(PARTNER,)))  # fmt: skip
 
     async def intake(message: InboundMessage) -> None:
         inbox.append(message)
@@ -97,6 +110,20 @@ async def test_append_after_the_stream_ended_says_so_and_is_not_a_refusal(
     with pytest.raises(DeliveryError, match="message_not_in_streaming_state.*chat.update") as caught:
         await adapter.append_stream(CHANNEL, ts, " more")
     assert not isinstance(caught.value, StreamingUnsupported), "one ended stream says nothing about the chat kind"
+
+
+async def test_a_stream_to_a_partner_workspace_member_names_their_team(
+    adapter: SlackAdapter, fake_slack: FakeSlack, inbox: list[InboundMessage]
+) -> None:
+    asked = in_shared_channel(mention(CHANNEL, "U0PARTNER", f"<@{BOT_USER_ID}> hello", ts=THREAD),
+                              sender_team=PARTNER, host_team=TEAM_ID)  # fmt: skip
+    assert adapter.http_url
+    assert (await post_signed(adapter.http_url, asked, SIGNING_SECRET)).status == 200
+    await eventually(lambda: inbox, "the partner's mention to reach intake")
+    await adapter.start_stream(opening("hi"), recipient_user_id="U0PARTNER")
+    await adapter.start_stream(opening("hi", nonce="n-2"), recipient_user_id="U0NEVERSEEN")
+    teams = [call.args["recipient_team_id"] for call in fake_slack.calls_to("chat.startStream")]
+    assert teams == [PARTNER, TEAM_ID]
 
 
 async def test_a_stream_in_a_dm_thread_names_no_recipient(adapter: SlackAdapter, fake_slack: FakeSlack) -> None:
