@@ -36,6 +36,7 @@ from adapters.contract import (
     OutboundMessage,
     Rate,
     RateLimits,
+    RecipientUnavailable,
     StreamMode,
 )
 from adapters.http_listener import ListenerLimits
@@ -234,7 +235,18 @@ class SlackAdapter(Adapter):
         return ts
 
     async def edit(self, chat_id: str, message_id: str, text: str, *, markup: Markup = Markup.PLAIN) -> None:
-        await sending.update(self._client, chat_id, message_id, text, markup)
+        try:
+            await sending.update(self._client, chat_id, message_id, text, markup)
+        except RecipientUnavailable as error:
+            if not streaming.edit_refused(error):
+                raise
+            # Perhaps a stream left running (the process stopped before ending it): end it, edit again.
+            log.info("slack.stream.stopped_for_edit", channel=chat_id, ts=message_id)
+            try:
+                await self.stop_stream(chat_id, message_id)
+            except RecipientUnavailable:
+                raise error  # no stream of ours: the edit's own refusal says what happened
+            await sending.update(self._client, chat_id, message_id, text, markup)
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         """Slack offers bots no typing indicator in channels; nothing to do."""

@@ -21,6 +21,11 @@ that has already ended (stopped before, or closed by Slack's own timeout:
 ``chat.startStream`` takes no message metadata, so a stream cannot carry the
 chunk's nonce while it runs; ``chat.stopStream`` does, and the stream is stopped
 with it, so once stopped the message is found by :mod:`.resend` like a post.
+
+A stream left running (the process stopped before it could end it, and the
+outbox finishes the reply after the restart) cannot be edited until it ends:
+the adapter's ``edit`` stops it and edits again when chat.update refuses with
+``cant_update_message`` (:func:`edit_refused`).
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ REFUSALS: Final = frozenset({
 })  # fmt: skip
 """Answers no retry changes: this app (its scopes, its token, its workspace) cannot stream or show a status here."""
 STREAM_ENDED: Final = "message_not_in_streaming_state"
+EDIT_REFUSED: Final = "cant_update_message"
+"""chat.update's answer for a message it cannot edit, a stream still running among them."""
 
 _FIX: Final = {
     "missing_scope": "add the {needed} bot scope in the app's settings and reinstall it",
@@ -53,6 +60,12 @@ _FIX: Final = {
     "missing_recipient_user_id": "the gateway did not say whom the reply answers",
     "missing_recipient_team_id": "the gateway did not say whom the reply answers",
 }
+
+
+def edit_refused(error: BaseException) -> bool:
+    """Whether a failed chat.update was refused as a message that cannot be edited (it may still stream)."""
+    cause = error.__cause__
+    return isinstance(cause, SlackApiError) and error_code(cause.response) == EDIT_REFUSED
 
 
 def refusal(error: Exception, attempt: Attempt) -> StreamingUnsupported | None:

@@ -20,6 +20,7 @@ from adapters.contract import (
     Markup,
     OutboundMessage,
     RateLimited,
+    RecipientUnavailable,
     StreamingUnsupported,
     StreamMode,
     TransientDeliveryError,
@@ -92,6 +93,27 @@ async def test_start_append_stop_builds_one_message_that_can_then_be_edited(
 
     await adapter.edit(CHANNEL, ts, "The answer is *42*.", markup=Markup.SLACK_MRKDWN)
     assert streamed.text == fake_slack.history.text_of(CHANNEL, ts) == "The answer is *42*."
+
+
+async def test_a_stream_left_running_by_a_crash_is_ended_before_it_is_edited(
+    adapter: SlackAdapter, fake_slack: FakeSlack
+) -> None:
+    ts = await adapter.start_stream(opening("half an ans"), recipient_user_id=ALICE)
+    # The process died here; after the restart the outbox edits the message to the final text.
+    await adapter.edit(CHANNEL, ts, "The whole answer.", markup=Markup.SLACK_MRKDWN)
+    streamed = fake_slack.streams.messages[(CHANNEL, ts)]
+    assert (streamed.streaming, streamed.text) == (False, "The whole answer.")
+    assert [c.method for c in fake_slack.calls if c.method.startswith("chat.")] == [
+        "chat.startStream", "chat.update", "chat.stopStream", "chat.update"
+    ]  # fmt: skip
+
+
+async def test_an_edit_slack_refuses_for_another_reason_still_fails(adapter: SlackAdapter, fake_slack: FakeSlack) -> None:
+    ts = await adapter.send(opening("posted"))
+    fake_slack.fail_next("chat.update", Failure.error("cant_update_message"), Failure.error("cant_update_message"))
+    with pytest.raises(RecipientUnavailable, match="cant_update_message"):
+        await adapter.edit(CHANNEL, ts, "edited")
+    assert len(fake_slack.calls_to("chat.update")) == 2
 
 
 async def test_stop_twice_is_no_error(adapter: SlackAdapter, fake_slack: FakeSlack) -> None:

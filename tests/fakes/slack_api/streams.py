@@ -146,9 +146,11 @@ class Streams:
         """The stream the call names, or Slack's error answer."""
         if not self.scope_granted:
             return _missing_scope("chat:write")
-        message = self.messages.get((str(args.get("channel") or ""), str(args.get("ts") or "")))
+        channel, ts = str(args.get("channel") or ""), str(args.get("ts") or "")
+        message = self.messages.get((channel, ts))
         if message is None:
-            return {"ok": False, "error": "message_not_found"}
+            known = self._history.text_of(channel, ts) is not None  # a message, just not a stream
+            return {"ok": False, "error": "message_not_in_streaming_state" if known else "message_not_found"}
         if not message.streaming:
             return {"ok": False, "error": "message_not_in_streaming_state"}
         return message
