@@ -3,7 +3,8 @@
 A streamed message is a bot message in a thread whose text grows: startStream
 opens it (with ``markdown_text``, possibly none yet), each appendStream adds to
 it, stopStream ends it (adding its own ``markdown_text`` if any, and keeping
-its ``metadata``). After the stop, appendStream and stopStream answer
+its ``metadata``; :meth:`Streams.expire` ends it as Slack's own timeout
+does). After the end, appendStream and stopStream answer
 ``message_not_in_streaming_state``, as Slack does, and chat.update replaces the
 text like any message's; while it streams, chat.update answers
 ``cant_update_message`` (stop it first). Outside a DM, startStream needs
@@ -73,6 +74,10 @@ class Streams:
         """The status line the thread shows now ("" when none)."""
         shown = [s.status for s in self.statuses if (s.channel, s.thread_ts) == (channel, thread_ts)]
         return shown[-1] if shown else ""
+
+    def expire(self, channel: str, ts: str) -> None:
+        """End a stream as Slack's own timeout does (later appends and stops: ``message_not_in_streaming_state``)."""
+        self.messages[(channel, ts)].streaming = False
 
     def updated(self, channel: str, ts: str, text: str) -> None:
         """chat.update replaced the text of a (stopped) streamed message."""
