@@ -52,7 +52,7 @@ class TextFeed:
         except Exception as error:  # noqa: BLE001 - whoever shows the text must never break the model call
             if not self._warned:
                 self._warned = True
-                log.warning("model.text_listener_failed", error=f"{type(error).__name__}: {error}")
+                log.warning("model.text_listener_failed", error=f"{type(error).__name__}: {error}", exc_info=True)
 
     def restart(self) -> None:
         """A new attempt begins: text a failed one had shown is withdrawn (the listener hears ``""``)."""

@@ -10,11 +10,13 @@ are never shown.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from structlog.testing import capture_logs
 
 from agent.caching import CachePolicy
@@ -117,6 +119,7 @@ async def test_a_retried_attempt_withdraws_what_the_failed_one_showed(kind: str,
     result = await loop_over(provider).run(HISTORY, observer=watcher)
     await provider.aclose()
     assert result.reply == ANSWER
+    assert "" in watcher.texts, f"the failed attempt's text was never withdrawn: {watcher.texts}"
     cut = watcher.texts.index("")
     shown_before, shown_after = watcher.texts[:cut], watcher.texts[cut + 1 :]
     assert shown_before and LONG.startswith(shown_before[-1]) and grows_into(shown_before, shown_before[-1])
@@ -132,6 +135,7 @@ async def test_the_fallback_model_starts_its_text_again(model_server: ModelServe
         await provider.aclose()
     assert [r.api for r in model_server.requests] == ["anthropic", "openai"]
     assert result.reply == ANSWER
+    assert "" in watcher.texts, f"the failed attempt's text was never withdrawn: {watcher.texts}"
     cut = watcher.texts.index("")
     assert watcher.texts[:cut] and LONG.startswith(watcher.texts[cut - 1])
     assert grows_into(watcher.texts[cut + 1 :], ANSWER)
@@ -146,6 +150,7 @@ async def test_a_tool_calling_turn_shows_each_calls_text_and_never_the_arguments
     await provider.aclose()
     assert result.reply == ANSWER
     kinds = [kind for kind, _ in watcher.events]
+    assert kinds[0] == "text" and "text" in kinds[kinds.index("message") :], f"shown nothing while written: {kinds}"
     first_message, answer_text = kinds.index("message"), kinds.index("text", kinds.index("message"))
     assert [value for _, value in watcher.events[:first_message]] == prefixes(lead)
     call, result_message = watcher.events[first_message][1], watcher.events[first_message + 1][1]
@@ -208,3 +213,76 @@ async def test_without_streaming_the_observer_is_shown_nothing(kind: str, model_
     result = await loop_over(provider).run(HISTORY, observer=watcher)
     await provider.aclose()
     assert result.reply == ANSWER and watcher.texts == []
+
+
+class Thinker:
+    """A local server whose answers think first: an Anthropic ``thinking`` block, or OpenAI-compatible
+    ``reasoning_content`` / ``reasoning`` deltas (DeepSeek, vLLM, OpenRouter), then the answer."""
+
+    THOUGHT = "private reasoning the user should not see"
+
+    def __init__(self) -> None:
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+
+    async def __aenter__(self) -> Thinker:
+        app = web.Application()
+        app.router.add_post("/v1/messages", self._anthropic)
+        app.router.add_post("/v1/chat/completions", self._openai)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+    async def _send(self, request: web.Request, events: list[tuple[str | None, dict[str, Any]]]) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"content-type": "text/event-stream"})
+        await response.prepare(request)
+        for name, data in events:
+            await response.write(((f"event: {name}\n" if name else "") + f"data: {json.dumps(data)}\n\n").encode())
+        await response.write_eof()
+        return response
+
+    async def _anthropic(self, request: web.Request) -> web.StreamResponse:
+        message = {"id": "msg_1", "type": "message", "role": "assistant", "model": MODELS["anthropic"], "content": [],
+                   "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}}  # fmt: skip
+        thinking = {"type": "thinking", "thinking": "", "signature": ""}
+        blocks = [
+            (0, thinking, [{"type": "thinking_delta", "thinking": self.THOUGHT}, {"type": "signature_delta", "signature": "sig"}]),
+            (1, {"type": "text", "text": ""}, [{"type": "text_delta", "text": piece} for piece in word_pieces(ANSWER)]),
+        ]
+        events: list[tuple[str | None, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": message})]
+        for index, opening, deltas in blocks:
+            events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}))
+            events += [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in deltas]
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        end = {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 9}}
+        return await self._send(request, [*events, ("message_delta", end), ("message_stop", {"type": "message_stop"})])
+
+    async def _openai(self, request: web.Request) -> web.StreamResponse:
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[None, dict[str, Any]]:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            return None, {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-5", "choices": [choice]}
+
+        deltas = [{"role": "assistant", "content": ""}, {"reasoning_content": self.THOUGHT}, {"reasoning": self.THOUGHT}]
+        events = [chunk(d) for d in deltas] + [chunk({"content": piece}) for piece in word_pieces(ANSWER)]
+        return await self._send(request, [*events, chunk({}, "stop")])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_thinking_is_never_shown_as_text(kind: str) -> None:
+    watcher = Watcher()
+    async with Thinker() as server:
+        if kind == "anthropic":
+            provider: Provider = AnthropicProvider(api_key="test", base_url=server.url, timeout=10)
+        else:
+            provider = OpenAIProvider(api_key="test", base_url=server.url + "/v1", timeout=10)
+        result = await loop_over(provider).run(HISTORY, observer=watcher)
+        await provider.aclose()
+    assert result.reply == ANSWER
+    assert watcher.texts == prefixes(ANSWER)  # the answer's words only, none of the thinking
