@@ -65,8 +65,8 @@ class OpenAIProvider(Provider):
         try:
             stream = await self._client.chat.completions.create(**params, stream=True, stream_options={"include_usage": True})
             async for chunk in stream:
-                assembled.add(chunk)
-                feed(assembled.text)
+                if assembled.add(chunk):
+                    feed(assembled.text)
         except (openai.APIError, *READ_FAILURES) as error:
             failure = error
         if assembled.finish_reason is not None:
@@ -148,7 +148,9 @@ class _Assembly:
     model: str = ""
     started: bool = False
 
-    def add(self, chunk: Any) -> None:
+    def add(self, chunk: Any) -> bool:
+        """Take in one chunk; True when it added to the answer's text."""
+        grew = False
         self.started = True
         self.model = chunk.model or self.model
         if chunk.usage is not None:
@@ -157,6 +159,7 @@ class _Assembly:
             delta = choice.delta
             if delta.content:
                 self.text += delta.content
+                grew = True
             for part in delta.tool_calls or ():
                 call = self.calls.setdefault(part.index, _PartialCall())
                 call.id = part.id or call.id
@@ -165,6 +168,7 @@ class _Assembly:
                     call.arguments.append(part.function.arguments or "")
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
+        return grew
 
     def response(self, model: str) -> ModelResponse:
         calls = [
