@@ -10,7 +10,6 @@ are never shown.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from agent.summarizer import ModelSummarizer
 from agent.tokens import estimate_message
 from tests.fakes.model_server import CutStream, ModelServer, RequestRecord, Text, ToolCalls, ToolUse
 from tests.fakes.model_server.pacing import word_pieces
+from tests.fakes.model_server.stub import StubServer, chat_chunk, message_start, send_events
 
 MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5"}
 KINDS = ["anthropic", "openai"]
@@ -78,10 +78,10 @@ async def no_pause(seconds: float) -> None:
     return None
 
 
-def provider_for(kind: str, server: ModelServer, *, stream: bool = True) -> Provider:
+def provider_for(kind: str, base_url: str, *, stream: bool = True) -> Provider:
     if kind == "anthropic":
-        return AnthropicProvider(api_key="test", base_url=server.base_url, stream=stream, timeout=10)
-    return OpenAIProvider(api_key="test", base_url=server.base_url + "/v1", stream=stream, timeout=10)
+        return AnthropicProvider(api_key="test", base_url=base_url, stream=stream, timeout=10)
+    return OpenAIProvider(api_key="test", base_url=base_url + "/v1", stream=stream, timeout=10)
 
 
 def loop_over(*providers: Provider, attempts: int = 3) -> ToolLoop:
@@ -103,7 +103,7 @@ def grows_into(texts: Sequence[str], whole: str) -> bool:
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_the_observer_sees_the_answer_grow_into_its_whole_text(kind: str, model_server: ModelServer) -> None:
-    provider, watcher = provider_for(kind, model_server), Watcher()
+    provider, watcher = provider_for(kind, model_server.base_url), Watcher()
     model_server.script(Text(ANSWER, pace=2000))
     result = await loop_over(provider).run(HISTORY, observer=watcher)
     await provider.aclose()
@@ -114,7 +114,7 @@ async def test_the_observer_sees_the_answer_grow_into_its_whole_text(kind: str, 
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_a_retried_attempt_withdraws_what_the_failed_one_showed(kind: str, model_server: ModelServer) -> None:
-    provider, watcher = provider_for(kind, model_server), Watcher()
+    provider, watcher = provider_for(kind, model_server.base_url), Watcher()
     model_server.script(CutStream(Text(LONG), after=5), Text(ANSWER))
     result = await loop_over(provider).run(HISTORY, observer=watcher)
     await provider.aclose()
@@ -127,7 +127,7 @@ async def test_a_retried_attempt_withdraws_what_the_failed_one_showed(kind: str,
 
 
 async def test_the_fallback_model_starts_its_text_again(model_server: ModelServer) -> None:
-    claude, gpt = provider_for("anthropic", model_server), provider_for("openai", model_server)
+    claude, gpt = provider_for("anthropic", model_server.base_url), provider_for("openai", model_server.base_url)
     watcher = Watcher()
     model_server.script(CutStream(Text(LONG), after=6), Text(ANSWER))
     result = await loop_over(claude, gpt, attempts=1).run(HISTORY, observer=watcher)
@@ -143,7 +143,7 @@ async def test_the_fallback_model_starts_its_text_again(model_server: ModelServe
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_a_tool_calling_turn_shows_each_calls_text_and_never_the_arguments(kind: str, model_server: ModelServer) -> None:
-    provider, watcher = provider_for(kind, model_server), Watcher()
+    provider, watcher = provider_for(kind, model_server.base_url), Watcher()
     lead = "Let me look that up for you first."
     model_server.script(ToolCalls(ToolUse("lookup", {"query": SECRET}), text=lead, pace=2000), Text(ANSWER))
     result = await loop_over(provider).run(HISTORY, observer=watcher)
@@ -166,7 +166,7 @@ async def test_a_failing_text_listener_never_breaks_the_turn(kind: str, model_se
             super().on_text(text)
             raise RuntimeError("the chat went away")
 
-    provider, watcher = provider_for(kind, model_server), Broken()
+    provider, watcher = provider_for(kind, model_server.base_url), Broken()
     model_server.script(Text(ANSWER, pace=2000))
     with capture_logs() as logs:
         result = await loop_over(provider).run(HISTORY, observer=watcher)
@@ -208,80 +208,46 @@ async def test_a_compaction_summary_is_not_streamed_to_the_observer(model_server
 @pytest.mark.parametrize("kind", KINDS)
 async def test_without_streaming_the_observer_is_shown_nothing(kind: str, model_server: ModelServer) -> None:
     """A provider set not to stream calls ``on_text`` not at all: the answer comes as a message only."""
-    provider, watcher = provider_for(kind, model_server, stream=False), Watcher()
+    provider, watcher = provider_for(kind, model_server.base_url, stream=False), Watcher()
     model_server.script(Text(ANSWER))
     result = await loop_over(provider).run(HISTORY, observer=watcher)
     await provider.aclose()
     assert result.reply == ANSWER and watcher.texts == []
 
 
-class Thinker:
-    """A local server whose answers think first: an Anthropic ``thinking`` block, or OpenAI-compatible
-    ``reasoning_content`` / ``reasoning`` deltas (DeepSeek, vLLM, OpenRouter), then the answer."""
+THOUGHT = "private reasoning the user should not see"
 
-    THOUGHT = "private reasoning the user should not see"
 
-    def __init__(self) -> None:
-        self.url = ""
-        self._runner: web.AppRunner | None = None
+async def thinking_claude(request: web.Request) -> web.StreamResponse:
+    """An Anthropic answer with a thinking block before its text."""
+    blocks = [
+        (0, {"type": "thinking", "thinking": "", "signature": ""},
+         [{"type": "thinking_delta", "thinking": THOUGHT}, {"type": "signature_delta", "signature": "sig"}]),
+        (1, {"type": "text", "text": ""}, [{"type": "text_delta", "text": piece} for piece in word_pieces(ANSWER)]),
+    ]  # fmt: skip
+    events: list[tuple[str | None, Any]] = [message_start(MODELS["anthropic"])]
+    for index, opening, deltas in blocks:
+        events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}))
+        events += [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in deltas]
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    end = {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 9}}
+    return await send_events(request, [*events, ("message_delta", end), ("message_stop", {"type": "message_stop"})])
 
-    async def __aenter__(self) -> Thinker:
-        app = web.Application()
-        app.router.add_post("/v1/messages", self._anthropic)
-        app.router.add_post("/v1/chat/completions", self._openai)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
-        return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._runner is not None
-        await self._runner.cleanup()
-
-    async def _send(self, request: web.Request, events: list[tuple[str | None, dict[str, Any]]]) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"content-type": "text/event-stream"})
-        await response.prepare(request)
-        for name, data in events:
-            await response.write(((f"event: {name}\n" if name else "") + f"data: {json.dumps(data)}\n\n").encode())
-        await response.write_eof()
-        return response
-
-    async def _anthropic(self, request: web.Request) -> web.StreamResponse:
-        message = {"id": "msg_1", "type": "message", "role": "assistant", "model": MODELS["anthropic"], "content": [],
-                   "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}}  # fmt: skip
-        thinking = {"type": "thinking", "thinking": "", "signature": ""}
-        blocks = [
-            (0, thinking, [{"type": "thinking_delta", "thinking": self.THOUGHT}, {"type": "signature_delta", "signature": "sig"}]),
-            (1, {"type": "text", "text": ""}, [{"type": "text_delta", "text": piece} for piece in word_pieces(ANSWER)]),
-        ]
-        events: list[tuple[str | None, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": message})]
-        for index, opening, deltas in blocks:
-            events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}))
-            events += [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in deltas]
-            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-        end = {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 9}}
-        return await self._send(request, [*events, ("message_delta", end), ("message_stop", {"type": "message_stop"})])
-
-    async def _openai(self, request: web.Request) -> web.StreamResponse:
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[None, dict[str, Any]]:
-            choice = {"index": 0, "delta": delta, "finish_reason": finish}
-            return None, {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-5", "choices": [choice]}
-
-        deltas = [{"role": "assistant", "content": ""}, {"reasoning_content": self.THOUGHT}, {"reasoning": self.THOUGHT}]
-        events = [chunk(d) for d in deltas] + [chunk({"content": piece}) for piece in word_pieces(ANSWER)]
-        return await self._send(request, [*events, chunk({}, "stop")])
+async def reasoning_gpt(request: web.Request) -> web.StreamResponse:
+    """An OpenAI-compatible answer with reasoning deltas first (``reasoning_content``: DeepSeek, vLLM;
+    ``reasoning``: OpenRouter)."""
+    deltas = [{"role": "assistant", "content": ""}, {"reasoning_content": THOUGHT}, {"reasoning": THOUGHT}]
+    deltas += [{"content": piece} for piece in word_pieces(ANSWER)]
+    chunks = [chat_chunk(MODELS["openai"], delta) for delta in deltas]
+    return await send_events(request, [*chunks, chat_chunk(MODELS["openai"], {}, "stop")])
 
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_thinking_is_never_shown_as_text(kind: str) -> None:
     watcher = Watcher()
-    async with Thinker() as server:
-        if kind == "anthropic":
-            provider: Provider = AnthropicProvider(api_key="test", base_url=server.url, timeout=10)
-        else:
-            provider = OpenAIProvider(api_key="test", base_url=server.url + "/v1", timeout=10)
+    async with StubServer(anthropic=thinking_claude, openai=reasoning_gpt) as server:
+        provider = provider_for(kind, server.url)
         result = await loop_over(provider).run(HISTORY, observer=watcher)
         await provider.aclose()
     assert result.reply == ANSWER
