@@ -6,30 +6,21 @@ lets discord.py sit out reaches the gateway as RateLimited (``test_sending``).""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
 import aiohttp
-import pytest_asyncio
+import pytest
 
 from adapters.contract import Markup, OutboundMessage, Rate
 from adapters.discord import DiscordAdapter
-from adapters.discord.adapter import DiscordSettings
-from tests.adapters.discord.conftest import ALICE, Collected, StartGateway
+from tests.adapters.discord.conftest import ALICE, StartGateway
 from tests.fakes.discord_api import DiscordEmulator
 from tests.fakes.model_server import ModelServer, Text
 
 
-@pytest_asyncio.fixture
-async def adapter(emulator: DiscordEmulator) -> AsyncIterator[DiscordAdapter]:
+@pytest.fixture(autouse=True)
+def limits_on(emulator: DiscordEmulator) -> None:
+    """Discord's limits enforced (no grace: these tests send back to back)."""
     emulator.enforce_rates(grace=0.0)
-    settings = DiscordSettings(token=emulator.token, api_base_url=emulator.api_base_url,
-                               gateway_url=emulator.gateway_url)  # fmt: skip
-    running = DiscordAdapter(settings)
-    await running.start(Collected())
-    try:
-        yield running
-    finally:
-        await running.close()
 
 
 async def other_client_posts(emulator: DiscordEmulator, channel_id: str, count: int) -> list[aiohttp.ClientResponse]:
@@ -45,7 +36,6 @@ async def other_client_posts(emulator: DiscordEmulator, channel_id: str, count: 
 
 
 async def test_the_sixth_create_in_five_seconds_gets_discords_429(emulator: DiscordEmulator) -> None:
-    emulator.enforce_rates(grace=0.0)
     channel = emulator.world.channel_id
     answers = await other_client_posts(emulator, channel, 6)
 
@@ -61,7 +51,6 @@ async def test_the_sixth_create_in_five_seconds_gets_discords_429(emulator: Disc
 
 
 async def test_edits_count_in_the_same_channel_budget(emulator: DiscordEmulator) -> None:
-    emulator.enforce_rates(grace=0.0)
     channel = emulator.world.channel_id
     await other_client_posts(emulator, channel, 5)
     message_id = emulator.world.sent[0].id
@@ -110,7 +99,7 @@ async def test_a_long_reply_through_the_gateway_meets_no_429(
 ) -> None:
     paragraphs = [f"Part {n:02d}. " + "words to fill the message " * 70 for n in range(12)]
     model_server.responder = lambda record: Text("\n\n".join(paragraphs))
-    emulator.enforce_rates()
+    emulator.enforce_rates()  # with the default grace, as the gateway's own pacing meets the network
     await start_gateway()
     await emulator.dm(ALICE, "tell me at length")
     await emulator.wait_for(lambda: any("Part 11." in m.content for m in emulator.world.sent), timeout=60)

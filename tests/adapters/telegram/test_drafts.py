@@ -6,15 +6,11 @@ and how fast each chat may be written to.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 
 from adapters.contract import (
     ChatType,
     DeliveryError,
-    InboundMessage,
     Markup,
     MarkupRejected,
     OutboundMessage,
@@ -28,22 +24,6 @@ from adapters.contract import (
 from adapters.telegram import TelegramAdapter, TelegramSettings
 from tests.adapters.telegram.conftest import BOB
 from tests.fakes.telegram_api import Chat, Failure, TelegramAPI
-
-
-async def _ignore(message: InboundMessage) -> None:
-    pass
-
-
-@pytest_asyncio.fixture
-async def adapter(telegram_api: TelegramAPI) -> AsyncIterator[TelegramAdapter]:
-    """The adapter alone (no gateway), connected to the emulator, with Bob's private chat known."""
-    telegram_api.add_chat(Chat.private(BOB))
-    running = TelegramAdapter(TelegramSettings(token=telegram_api.token, api_base_url=telegram_api.base_url))
-    await running.start(_ignore)
-    try:
-        yield running
-    finally:
-        await running.close()
 
 
 async def test_a_draft_shows_the_formatted_text_in_the_private_chat(

@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 
-from adapters.contract import InboundMessage, Markup, OutboundMessage, RateLimited
-from adapters.telegram import TelegramAdapter, TelegramSettings
+from adapters.contract import Markup, OutboundMessage, RateLimited
+from adapters.telegram import TelegramAdapter
 from tests.adapters.telegram.conftest import BOB
 from tests.fakes.telegram_api import Chat, TelegramAPI, User
 
 
-async def _ignore(message: InboundMessage) -> None:
-    pass
-
-
-@pytest_asyncio.fixture
-async def adapter(telegram_api: TelegramAPI) -> AsyncIterator[TelegramAdapter]:
-    telegram_api.add_chat(Chat.private(BOB))
-    running = TelegramAdapter(TelegramSettings(token=telegram_api.token, api_base_url=telegram_api.base_url))
-    await running.start(_ignore)
+@pytest.fixture(autouse=True)
+def limits_on(adapter: TelegramAdapter, telegram_api: TelegramAPI) -> None:
+    """Telegram's limits enforced once the adapter has connected (no grace: these tests send back to back)."""
     telegram_api.enforce_rates(grace=0.0)
-    try:
-        yield running
-    finally:
-        await running.close()
 
 
 async def test_an_edit_right_after_a_send_is_refused_with_retry_after(
