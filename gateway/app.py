@@ -33,6 +33,7 @@ from gateway.inbound.access import AccessControl
 from gateway.commands.handlers import CommandHandlers
 from gateway.turn.conversations import Conversations
 from gateway.operations.database_health import DatabaseHealth
+from gateway.delivery.budget import ChatBudget
 from gateway.delivery.outbox import Delivery
 from gateway.delivery.policy import DeliveryPolicy
 from gateway.delivery.streaming import close_orphaned_streams
@@ -92,6 +93,10 @@ class Gateway:
             self._by_platform,
             self.metrics,
             policy=DeliveryPolicy(keep_trying=settings.gateway.undelivered_keep_hours * 3600.0),
+            budget=ChatBudget(self._by_platform, intervals={
+                name: section.stream_edit_interval for name, section in settings.platforms.sections()
+                if section.stream_edit_interval is not None
+            }),
         )
         hints = PlatformHints(self._by_platform, settings.agent.platform_hints)
         self.conversations = Conversations(store, agent, settings.sessions, clock=clock, platform_hint=hints)
@@ -108,8 +113,7 @@ class Gateway:
             group_per_user=settings.sessions.group_per_user,
             slots=AgentSlots(settings.sessions.max_concurrent_turns, on_wait=self.metrics.lane_wait.observe),
             tool_progress=settings.gateway.tool_progress,
-            # ``gateway.streaming`` comes with i27-budget's config keys; until then streaming is on.
-            streaming=getattr(settings.gateway, "streaming", "auto") != "off",
+            streaming=settings.gateway.streaming != "off",
         )
         self.database = DatabaseHealth(loaded.db_path)
         retry_policy = TurnRetryPolicy(notice_after=settings.gateway.database_retry_notice_after,

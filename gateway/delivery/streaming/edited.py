@@ -24,7 +24,9 @@ class EditSurface(RecordedSurface):
         await self._show(self._delivery.preview(self._target.platform, text))
 
     async def show_tools(self, line: str) -> None:
-        await self._show(self._delivery.preview(self._target.platform, line))
+        chunks = self._delivery.chunks(self._target.platform, line)  # a finished text, not a partial one
+        if chunks:
+            await self._show(Chunk(text=chunks[0].text, plain=chunks[0].plain or chunks[0].text))
 
     async def _show(self, chunk: Chunk) -> None:
         if not chunk.text.strip():

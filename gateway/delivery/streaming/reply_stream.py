@@ -62,9 +62,9 @@ _SURFACES: Final[dict[StreamMode, type[Surface]]] = {
 
 
 def whole_words(text: str) -> str:
-    """``text`` without the word still being written (up to its last whitespace)."""
+    """``text`` without the word still being written: up to and with its last whitespace."""
     cut = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t"))
-    return text[:cut].rstrip() if cut >= 0 else ""
+    return text[: cut + 1]
 
 
 class ReplyStream:
@@ -220,7 +220,7 @@ class ReplyStream:
         if self._working:
             return (True, working_line(self._tools))
         text = whole_words(redactor.credentials(self._text))
-        if not text:
+        if not text.strip():
             return None
         return (False, text)
 
@@ -249,7 +249,7 @@ class ReplyStream:
             return 0.0
         if isinstance(self._surface, RecordedSurface) and self._surface.message_id is not None:
             return 0.0  # a message a crashed run left: it is edited as soon as there is text
-        if _SENTENCE.search(whole_words(self._text) + " "):
+        if _SENTENCE.search(whole_words(self._text)):
             return 0.0
         return max(0.0, self._first_text_at + FIRST_AFTER - now)
 
