@@ -73,12 +73,16 @@ class NativeAdapter(LoopbackAdapter):
         self.statuses.append(status)
 
 
+def tools_then_answer(model_server: ModelServer) -> None:
+    tools_then_answer(model_server)
+
+
 async def test_a_private_chat_streams_drafts_and_ends_with_one_message(
     start_gateway: GatewayFactory, model_server: ModelServer
 ) -> None:
     adapter = DraftAdapter()
     running = await start_gateway(adapter=adapter)
-    model_server.script(ToolCalls(ToolUse("session_search", {"query": "x"})), Text(ANSWER, pace=25))
+    tools_then_answer(model_server)
     await running.adapter.inject("tell me a long story", chat_id="c1")
     await settled(running.store)
     assert running.adapter.texts() == [ANSWER] and running.adapter.edits == []  # one message, the answer
@@ -109,7 +113,7 @@ async def test_a_thread_streams_natively_then_the_message_is_edited_to_the_final
 ) -> None:
     adapter = NativeAdapter()
     running = await start_gateway(adapter=adapter)
-    model_server.script(ToolCalls(ToolUse("session_search", {"query": "x"})), Text(ANSWER, pace=25))
+    tools_then_answer(model_server)
     await running.adapter.inject("tell me a long story", chat_id="C1", thread_id="171.1")
     await settled(running.store)
     await nothing_live(running.store)

@@ -53,7 +53,7 @@ MAX_INTERVAL: Final = 30.0
 MAX_FAILURES: Final = 5
 """Failed updates in a row after which the stream shows nothing more (the answer still comes)."""
 
-_SENTENCE: Final = re.compile(r"[.!?…:;](\s|$)|\n")
+_SENTENCE: Final = re.compile(r"[.!?…]\s|\n")
 _SURFACES: Final[dict[StreamMode, type[Surface]]] = {
     StreamMode.DRAFT: DraftSurface,
     StreamMode.EDIT: EditSurface,
