@@ -74,7 +74,7 @@ class NativeAdapter(LoopbackAdapter):
 
 
 def tools_then_answer(model_server: ModelServer) -> None:
-    tools_then_answer(model_server)
+    model_server.script(ToolCalls(ToolUse("session_search", {"query": "x"})), Text(ANSWER, pace=25))
 
 
 async def test_a_private_chat_streams_drafts_and_ends_with_one_message(
