@@ -108,18 +108,17 @@ async def test_long_reply_arrives_as_ordered_chunks_within_the_limit(
     await post_signed(slack.url, mention(CHANNEL, ALICE, f"<@{BOT_USER_ID}> write a lot", ts=ts), SIGNING_SECRET)
     api = slack.api
 
-    def showing() -> list[str]:  # what each message shows now (a streamed first one was edited)
-        last = {u.get("ts"): str(u.get("text")) for u in api.updates}
-        return [last.get(p.ts, p.text) for p in api.posts]
+    def showing() -> list[str]:  # what each message shows now (the first one was streamed, then edited)
+        return api.screen(CHANNEL)
 
     def numbers() -> list[int]:
         return [int(word) for text in showing() for word in text.replace(".", " ").split() if word.isdigit()]
 
     await api.wait_for(lambda: numbers() == list(range(40)))
-    posts = api.posts
-    assert len(posts) >= 3
+    assert len(showing()) >= 3
     assert all(len(text) <= slack.adapter.capabilities.max_message_length for text in showing())
-    assert all(p.thread_ts == ts for p in posts)
+    assert all(p.thread_ts == ts for p in api.posts)
+    assert all(m.thread_ts == ts for m in api.streams.messages.values())
 
 
 async def test_own_and_other_bots_messages_start_no_turn(start_slack: SlackFactory, model_server: ModelServer) -> None:

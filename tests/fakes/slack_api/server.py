@@ -180,6 +180,12 @@ class FakeSlack:
         async with self._changed:
             await asyncio.wait_for(self._changed.wait_for(predicate), timeout)
 
+    def screen(self, channel: str) -> list[str]:
+        """What ``channel`` shows of the bot now: each message's latest text (posted, streamed, updated),
+        in the order the messages were created."""
+        latest = {shown.ts: shown.text for shown in self.shown if shown.channel == channel}
+        return [latest[ts] for ts in sorted(latest, key=float)]
+
     async def wait_posts(self, count: int, *, timeout: float = 30.0) -> list[Post]:
         await self.wait_for(lambda: len(self.posts) >= count, timeout=timeout)
         return list(self.posts)
