@@ -10,8 +10,10 @@ the same time wake in the order of their ends, as with real time. Every pause is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
+from collections.abc import Iterator
 
 _SETTLE = 20
 """Event-loop turns given to the running tasks before the clock jumps."""
@@ -24,6 +26,21 @@ class FakeTime:
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
         self._driver: asyncio.Task[None] | None = None
+        self._held = 0
+        self._released = asyncio.Event()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """The clock stands still inside the block, however long its work takes (a database write in a
+        worker thread can outlast the few loop turns the clock otherwise waits before it jumps)."""
+        self._held += 1
+        self._released.clear()
+        try:
+            yield
+        finally:
+            self._held -= 1
+            if not self._held:
+                self._released.set()
 
     def __call__(self) -> float:
         return self.now
@@ -40,6 +57,8 @@ class FakeTime:
         while self._sleepers:
             for _ in range(_SETTLE):
                 await asyncio.sleep(0)
+            while self._held:
+                await self._released.wait()
             end, _, woken = heapq.heappop(self._sleepers)
             self.now = max(self.now, end)
             if not woken.done():  # a cancelled sleeper's future is done already
