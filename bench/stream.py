@@ -1,0 +1,303 @@
+"""Streaming benchmark: how soon a reply shows, how it is edited, and what a SIGKILL mid-stream leaves.
+
+``python -m bench.stream [--quick] [--json]``
+
+The real ``switchboard run`` process with Telegram, Discord and Slack on, the real aiogram,
+discord.py and slack-bolt against the emulators of ``tests/fakes`` (see
+:mod:`bench.stream_rig`; every Web API call goes through a recording proxy,
+:mod:`bench.stream_watch`), and the fake model server writing an answer of TOKENS tokens
+(800; ``--quick`` 200) at PACE tokens/s (50) after FIRST_TOKEN_S (0.5 s) of thinking. Chats
+are Telegram private chats (drafts), Telegram groups (send then edit), Discord DMs (send then
+edit) and Slack @mentions answered in their thread (the native stream).
+
+Phases, each on a fresh gateway home and fresh emulators:
+
+1. ``nostream``: ``gateway.streaming: off``, FIRST_PER_KIND chats of each kind (10; ``--quick``
+   3) ask at once. ``first_visible_ms_p50_nostream``: from the user's message entering the
+   emulator to the first reply text visible in that chat (the baseline, measured first).
+2. ``stream``: the same with ``gateway.streaming: auto``: ``first_visible_ms_p50`` / ``_p99``,
+   also per chat kind (``_telegram``, ``_telegram_group``, ``_discord``, ``_slack``). "Visible"
+   is the first accepted call that put reply text on the user's screen: a message sent, a
+   Telegram draft with text, a Slack stream started or appended with text.
+3. ``load``: LOAD_PER_PLATFORM chats per platform (50: Telegram 25 private + 25 groups, Discord
+   50, Slack 50; ``--quick`` 10) ask at once, with the emulators enforcing the published rate
+   limits. ``edits_per_reply``: accepted updates of a reply after its first text (edits, drafts,
+   stream appends), per reply; ``rate_limited``: 429 answers the emulators gave.
+4. ``crash``: CRASH_CHATS chats (20, 5 of each kind; ``--quick`` 8) ask at once; once every
+   question reached the model and KILL_AT (40%) of the answer's writing time has passed, the
+   gateway gets SIGKILL and a new one starts on the same home. When every chat shows the
+   answer (or nothing changed for a while) the gateway is stopped and each chat judged
+   (:mod:`bench.stream_answers`): ``duplicated`` (chats showing the answer twice, or one chunk
+   in two messages), ``lost`` (chats without the whole answer), ``left_partial`` (messages still
+   showing part of the answer).
+
+Targets (issue 27): first_visible_ms_p50 <= 1,500 ms + the model's first-token time;
+rate_limited = 0; duplicated = lost = left_partial = 0. Each is printed as ok / MISSED; the exit
+status is non-zero when the crash phase lost, duplicated or left a partial answer (as
+``bench.crash`` does for lost or repeated answers), not for a missed latency or 429 figure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.common import CpuSteal, emit, parse_args, percentile, say
+from bench.crash import Gateway
+from bench.stream_answers import Verdict, answer_text, answer_words, judge
+from bench.stream_rig import KINDS, BenchChat, Platforms, streaming_configurable
+from tests.fakes.model_server import ModelServer, Text
+
+TOKENS, QUICK_TOKENS = 800, 200
+PACE = 50.0
+"""Tokens per second the model writes at."""
+FIRST_TOKEN_S = 0.5
+"""The model's think time before the first token (the fake server's ``latency``)."""
+FIRST_PER_KIND, QUICK_FIRST_PER_KIND = 10, 3
+LOAD_PER_PLATFORM, QUICK_LOAD_PER_PLATFORM = 50, 10
+CRASH_PER_KIND, QUICK_CRASH_PER_KIND = 5, 2
+KILL_AT = 0.4
+MAX_TURNS = 400
+"""``sessions.max_concurrent_turns``: every chat's turn runs at once (the default, 16, would queue them)."""
+QUIET_MARGIN_S = 10.0
+"""Stop waiting for a chat's answer when nothing changed for the answer's writing time plus this."""
+HANG_GUARD_S = 300.0
+
+
+def model_paces() -> bool:
+    """Whether the fake model server can write a text at a pace (issue 27); before, it answers at once."""
+    return "pace" in {f.name for f in dataclasses.fields(Text)}
+
+
+@dataclass
+class Run:
+    """One phase's chats, what their screens showed, and the emulators' 429s."""
+
+    chats: list[BenchChat]
+    first_ms: dict[str, float]
+    updates: dict[str, int]
+    verdicts: dict[str, Verdict]
+    rate_limited: dict[str, int]
+    partial_at_kill: int = 0
+
+    def first(self, kind: str | None = None) -> list[float]:
+        return [self.first_ms[c.key] for c in self.chats if c.key in self.first_ms and kind in (None, c.kind)]
+
+    def kinds(self) -> list[str]:
+        return [k for k in KINDS if any(c.kind == k for c in self.chats)]
+
+
+class Bench:
+    def __init__(self, tmp: Path, server: ModelServer, words: int, reply_s: float) -> None:
+        self.tmp = tmp
+        self.server = server
+        self.words = words
+        self.reply_s = reply_s
+
+    async def phase(self, name: str, counts: Mapping[str, int], *, streaming: str) -> Run:
+        platforms = Platforms()
+        await platforms.start()
+        try:
+            home = self.tmp / name
+            config = platforms.write_config(home, self.server, streaming=streaming, max_turns=MAX_TURNS)
+            gateway = await platforms.launch(home, config)
+            try:
+                chats = platforms.chats(counts)
+                await asyncio.gather(*(platforms.ask(chat) for chat in chats))
+                await self.wait_answered(platforms, gateway, chats)
+            finally:
+                await gateway.terminate()
+            return self.result(platforms, chats)
+        finally:
+            await platforms.stop()
+
+    async def crash_phase(self, counts: Mapping[str, int]) -> Run:
+        platforms = Platforms()
+        await platforms.start()
+        try:
+            home = self.tmp / "crash"
+            config = platforms.write_config(home, self.server, streaming="auto", max_turns=MAX_TURNS)
+            first = await platforms.launch(home, config)
+            try:
+                chats = platforms.chats(counts)
+                await asyncio.gather(*(platforms.ask(chat) for chat in chats))
+                await self.wait_model_asked(first, chats)
+                await asyncio.sleep(FIRST_TOKEN_S + KILL_AT * self.reply_s)
+                partial = sum(1 for c in chats if platforms.screen.chat(c.key).first_visible is not None
+                              and judge(self.shown(platforms, c), self.words).lost)  # fmt: skip
+            finally:
+                await first.kill()
+            second = await platforms.launch(home, config)
+            try:
+                await self.wait_answered(platforms, second, chats)
+            finally:
+                await second.terminate()
+            return dataclasses.replace(self.result(platforms, chats), partial_at_kill=partial)
+        finally:
+            await platforms.stop()
+
+    # -- waiting --------------------------------------------------------------------------------------
+
+    async def wait_model_asked(self, gateway: Gateway, chats: Sequence[BenchChat]) -> None:
+        questions = {f"q{c.number:04d}" for c in chats}
+        deadline = time.perf_counter() + HANG_GUARD_S
+        while not questions <= {q for r in self.server.requests for q in questions if q in r.last_user_text}:
+            gateway.alive("the model to be asked")
+            if time.perf_counter() > deadline:
+                raise RuntimeError("benchmark broken: the questions did not all reach the model")
+            await asyncio.sleep(0.02)
+
+    async def wait_answered(self, platforms: Platforms, gateway: Gateway, chats: Sequence[BenchChat]) -> None:
+        """Until every chat shows the whole answer, or nothing changed for longer than an answer takes to write."""
+        quiet_s = FIRST_TOKEN_S + self.reply_s + QUIET_MARGIN_S
+        deadline = time.perf_counter() + HANG_GUARD_S
+        last_change = time.perf_counter()
+        while any(judge(self.shown(platforms, c), self.words).lost for c in chats):
+            gateway.alive("the answers")
+            now = time.perf_counter()
+            if now - last_change > quiet_s or now > deadline:
+                return
+            platforms.screen.changed.clear()
+            await platforms.screen.wait_change(0.25)
+            if platforms.screen.changed.is_set():
+                last_change = time.perf_counter()
+
+    # -- figures --------------------------------------------------------------------------------------
+
+    @staticmethod
+    def shown(platforms: Platforms, chat: BenchChat) -> list[str]:
+        return list(platforms.screen.chat(chat.key).messages.values())
+
+    def result(self, platforms: Platforms, chats: list[BenchChat]) -> Run:
+        first_ms, updates, verdicts = {}, {}, {}
+        for chat in chats:
+            screen = platforms.screen.chat(chat.key)
+            if screen.first_visible is not None and chat.asked_at is not None:
+                first_ms[chat.key] = (screen.first_visible - chat.asked_at) * 1000
+            updates[chat.key] = screen.updates
+            verdicts[chat.key] = judge(self.shown(platforms, chat), self.words)
+        return Run(chats, first_ms, updates, verdicts, dict(platforms.screen.rate_limited))
+
+
+def figures(nostream: Run, stream: Run, load: Run, crash: Run, *, quick: bool, tokens: int) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "first_visible_ms_p50": percentile(stream.first(), 50),
+        "first_visible_ms_p99": percentile(stream.first(), 99),
+        "first_visible_ms_p50_nostream": percentile(nostream.first(), 50),
+        "first_visible_ms_p99_nostream": percentile(nostream.first(), 99),
+    }
+    for kind in stream.kinds():
+        result[f"first_visible_ms_p50_{kind}"] = percentile(stream.first(kind), 50)
+        result[f"first_visible_ms_p99_{kind}"] = percentile(stream.first(kind), 99)
+        result[f"first_visible_ms_p50_nostream_{kind}"] = percentile(nostream.first(kind), 50)
+    result["edits_per_reply"] = statistics.fmean(load.updates.values()) if load.updates else 0.0
+    for kind in load.kinds():
+        result[f"edits_per_reply_{kind}"] = statistics.fmean(load.updates[c.key] for c in load.chats if c.kind == kind)
+    result["rate_limited"] = sum(load.rate_limited.values())
+    for platform in ("telegram", "discord", "slack"):
+        result[f"rate_limited_{platform}"] = load.rate_limited.get(platform, 0)
+    result["rate_limited_other_phases"] = sum(sum(r.rate_limited.values()) for r in (nostream, stream, crash))
+    result["unanswered_nostream_stream_load"] = sum(v.lost for r in (nostream, stream, load) for v in r.verdicts.values())
+    result["duplicated"] = sum(v.duplicated for v in crash.verdicts.values())
+    result["lost"] = sum(v.lost for v in crash.verdicts.values())
+    result["left_partial"] = sum(v.partial_messages for v in crash.verdicts.values())
+    result["crash_chats_showing_partial_at_kill"] = crash.partial_at_kill
+    result.update({
+        "model_first_token_ms": FIRST_TOKEN_S * 1000, "model_tokens": tokens, "model_tokens_per_s": PACE,
+        "model_paced": model_paces(), "streaming_configurable": streaming_configurable(),
+        "chats_first_visible": len(stream.chats), "chats_load": len(load.chats), "chats_crash": len(crash.chats),
+        "quick": quick,
+    })  # fmt: skip
+    return result
+
+
+def verdicts(result: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
+    """(figure, target, met) for each target of the issue."""
+    bound = 1500 + result["model_first_token_ms"]
+    return [
+        ("first_visible_ms_p50", f"<= {bound:,.0f} (1,500 + first token)", result["first_visible_ms_p50"] <= bound),
+        ("rate_limited", "= 0", result["rate_limited"] == 0),
+        ("duplicated", "= 0", result["duplicated"] == 0),
+        ("lost", "= 0", result["lost"] == 0),
+        ("left_partial", "= 0", result["left_partial"] == 0),
+    ]
+
+
+def report(result: Mapping[str, Any]) -> None:
+    say(f"first visible reply text (p50 / p99 ms), streaming vs off:")
+    say(f"  {'all':<15} {result['first_visible_ms_p50']:>8,.0f} / {result['first_visible_ms_p99']:>8,.0f}   "
+        f"off {result['first_visible_ms_p50_nostream']:>8,.0f} / {result['first_visible_ms_p99_nostream']:>8,.0f}")
+    for kind in KINDS:
+        if f"first_visible_ms_p50_{kind}" in result:
+            say(f"  {kind:<15} {result[f'first_visible_ms_p50_{kind}']:>8,.0f} / "
+                f"{result[f'first_visible_ms_p99_{kind}']:>8,.0f}   off {result[f'first_visible_ms_p50_nostream_{kind}']:>8,.0f}")
+    gain = result["first_visible_ms_p50_nostream"] - result["first_visible_ms_p50"]
+    say(f"  streaming shows the first text {gain:,.0f} ms sooner at p50 than the baseline measured in this run")
+    say(f"load ({result['chats_load']} chats at once): {result['edits_per_reply']:.1f} updates per reply, "
+        f"{result['rate_limited']} answered 429 (telegram {result['rate_limited_telegram']}, discord "
+        f"{result['rate_limited_discord']}, slack {result['rate_limited_slack']})")
+    say(f"SIGKILL mid-stream over {result['chats_crash']} chats ({result['crash_chats_showing_partial_at_kill']} "
+        f"showing part of the answer at the kill): duplicated {result['duplicated']}, lost {result['lost']}, "
+        f"left partial {result['left_partial']}")
+    if not result["model_paced"] or not result["streaming_configurable"]:
+        say("NOTE: this gateway or fake model predates streaming (issue 27): "
+            f"model paced {result['model_paced']}, gateway.streaming configurable {result['streaming_configurable']}")
+    say("vs targets:")
+    for key, target, met in verdicts(result):
+        say(f"  {key:<22} {result[key]:>10,.1f}   target {target:<32} {'ok' if met else 'MISSED'}")
+
+
+async def measure(quick: bool, tmp: Path) -> dict[str, Any]:
+    tokens = QUICK_TOKENS if quick else TOKENS
+    words = answer_words(tokens)
+    text = answer_text(words)
+    server = ModelServer()
+    await server.start()
+    server.latency = FIRST_TOKEN_S
+    paced = model_paces()
+    server.responder = lambda record: Text(text, pace=PACE) if paced else Text(text)  # type: ignore[call-arg]
+    bench = Bench(tmp, server, words, tokens / PACE)
+    first = QUICK_FIRST_PER_KIND if quick else FIRST_PER_KIND
+    load = QUICK_LOAD_PER_PLATFORM if quick else LOAD_PER_PLATFORM
+    crash = QUICK_CRASH_PER_KIND if quick else CRASH_PER_KIND
+    try:
+        say(f"model: {tokens} tokens at {PACE:.0f}/s after {FIRST_TOKEN_S * 1000:.0f} ms"
+            f"{'' if paced else ' (NOT paced: this fake model answers at once)'}")  # fmt: skip
+        nostream = await bench.phase("nostream", dict.fromkeys(KINDS, first), streaming="off")
+        say(f"nostream: {len(nostream.chats)} chats, first visible p50 {percentile(nostream.first(), 50):,.0f} ms")
+        stream = await bench.phase("stream", dict.fromkeys(KINDS, first), streaming="auto")
+        say(f"stream: {len(stream.chats)} chats, first visible p50 {percentile(stream.first(), 50):,.0f} ms")
+        counts = {"telegram": load // 2, "telegram_group": load - load // 2, "discord": load, "slack": load}
+        loaded = await bench.phase("load", counts, streaming="auto")
+        say(f"load: {len(loaded.chats)} chats, {sum(loaded.rate_limited.values())} answered 429")
+        crashed = await bench.crash_phase(dict.fromkeys(KINDS, crash))
+        say(f"crash: {len(crashed.chats)} chats, {sum(v.lost for v in crashed.verdicts.values())} lost")
+    finally:
+        await server.stop()
+    return figures(nostream, stream, loaded, crashed, quick=quick, tokens=tokens)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(__doc__.splitlines()[0], argv)
+    load_before = os.getloadavg()[0]
+    steal = CpuSteal()
+    with tempfile.TemporaryDirectory(prefix="bench-stream-") as tmp:
+        result = asyncio.run(measure(args.quick, Path(tmp)))
+    result["load_avg_1m"] = max(load_before, os.getloadavg()[0])
+    result["cpu_steal_pct"] = steal.percent()
+    report(result)
+    emit(result, as_json=args.json)
+    return 1 if result["duplicated"] or result["lost"] or result["left_partial"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
