@@ -10,22 +10,23 @@ discord.py and slack-bolt against the emulators of ``tests/fakes`` (see
 are Telegram private chats (drafts), Telegram groups (send then edit), Discord DMs (send then
 edit) and Slack @mentions answered in their thread (the native stream).
 
-Phases, each on a fresh gateway home and fresh emulators:
+Two gateways, each on a fresh home with emulators of its own, are started together (a start is
+mostly imports), then measured one after the other, each wave of chats asking at once:
 
-1. ``nostream``: ``gateway.streaming: off``, FIRST_PER_KIND chats of each kind (10; ``--quick``
-   3) ask at once. ``first_visible_ms_p50_nostream``: from the user's message entering the
-   emulator to the first reply text visible in that chat (the baseline, measured first).
-2. ``stream``: the same with ``gateway.streaming: auto``: ``first_visible_ms_p50`` / ``_p99``,
-   also per chat kind (``_telegram``, ``_telegram_group``, ``_discord``, ``_slack``). "Visible"
+1. ``nostream`` (the first gateway, ``gateway.streaming: off``): FIRST_PER_KIND chats of each
+   kind (10; ``--quick`` 3). ``first_visible_ms_p50_nostream``: from the user's message
+   entering the emulator to the first reply text visible in that chat (the baseline, measured first).
+2. ``stream`` (the second gateway, ``gateway.streaming: auto``, also for the waves below): as
+   many new chats: ``first_visible_ms_p50`` / ``_p99``, also per chat kind (``_telegram``, ``_telegram_group``, ``_discord``, ``_slack``). "Visible"
    is the first accepted call that put reply text on the user's screen: a message sent, a
    Telegram draft with text, a Slack stream started or appended with text.
-3. ``load``: LOAD_PER_PLATFORM chats per platform (50: Telegram 25 private + 25 groups, Discord
-   50, Slack 50; ``--quick`` 10) ask at once, with the emulators enforcing the published rate
+3. ``load``: LOAD_PER_PLATFORM new chats per platform (50: Telegram 25 private + 25 groups,
+   Discord 50, Slack 50; ``--quick`` 10), with the emulators enforcing the published rate
    limits. ``edits_per_reply``: accepted updates of a reply after its first text (edits, drafts,
    stream appends), per reply; ``rate_limited``: 429 answers the emulators gave.
-4. ``crash``: CRASH_CHATS chats (20, 5 of each kind; ``--quick`` 8) ask at once; once every
+4. ``crash``: CRASH_PER_KIND new chats of each kind (5, so 20; ``--quick`` 2); once every
    question reached the model and KILL_AT (40%) of the answer's writing time has passed, the
-   gateway gets SIGKILL and a new one starts on the same home. When every chat shows the
+   gateway gets SIGKILL and a new one starts on its home. When every chat shows the
    answer (or nothing changed for a while) the gateway is stopped and each chat judged
    (:mod:`bench.stream_answers`): ``duplicated`` (chats showing the answer twice, or one chunk
    in two messages), ``lost`` (chats without the whole answer), ``left_partial`` (messages still
@@ -103,47 +104,37 @@ class Bench:
         self.words = words
         self.reply_s = reply_s
 
-    async def phase(self, name: str, counts: Mapping[str, int], *, streaming: str) -> Run:
-        platforms = Platforms()
+    async def start(self, platforms: Platforms, name: str, *, streaming: str) -> tuple[Gateway, Path, Path]:
+        """The emulators, then a gateway on a fresh home; (gateway, home, config)."""
         await platforms.start()
-        try:
-            home = self.tmp / name
-            config = platforms.write_config(home, self.server, streaming=streaming, max_turns=MAX_TURNS)
-            gateway = await platforms.launch(home, config)
-            try:
-                chats = platforms.chats(counts)
-                await asyncio.gather(*(platforms.ask(chat) for chat in chats))
-                await self.wait_answered(platforms, gateway, chats)
-            finally:
-                await gateway.terminate()
-            return self.result(platforms, chats)
-        finally:
-            await platforms.stop()
+        home = self.tmp / name
+        config = platforms.write_config(home, self.server, streaming=streaming, max_turns=MAX_TURNS)
+        return await platforms.launch(home, config), home, config
 
-    async def crash_phase(self, counts: Mapping[str, int]) -> Run:
-        platforms = Platforms()
-        await platforms.start()
+    async def wave(self, platforms: Platforms, gateway: Gateway, counts: Mapping[str, int]) -> Run:
+        """New chats ask at once; their figures once every one shows the answer (or nothing more comes)."""
+        limited = dict(platforms.screen.rate_limited)
+        chats = platforms.chats(counts)
+        await asyncio.gather(*(platforms.ask(chat) for chat in chats))
+        await self.wait_answered(platforms, gateway, chats)
+        return self.result(platforms, chats, limited)
+
+    async def crash_wave(self, platforms: Platforms, gateway: Gateway, home: Path, config: Path,
+                         counts: Mapping[str, int]) -> tuple[Run, Gateway]:  # fmt: skip
+        """New chats ask at once; SIGKILL once they are KILL_AT into the answer, then a new gateway on the same home."""
+        limited = dict(platforms.screen.rate_limited)
+        chats = platforms.chats(counts)
         try:
-            home = self.tmp / "crash"
-            config = platforms.write_config(home, self.server, streaming="auto", max_turns=MAX_TURNS)
-            first = await platforms.launch(home, config)
-            try:
-                chats = platforms.chats(counts)
-                await asyncio.gather(*(platforms.ask(chat) for chat in chats))
-                await self.wait_model_asked(first, chats)
-                await asyncio.sleep(FIRST_TOKEN_S + KILL_AT * self.reply_s)
-                partial = sum(1 for c in chats if platforms.screen.chat(c.key).first_visible is not None
-                              and judge(self.shown(platforms, c), self.words).lost)  # fmt: skip
-            finally:
-                await first.kill()
-            second = await platforms.launch(home, config)
-            try:
-                await self.wait_answered(platforms, second, chats)
-            finally:
-                await second.terminate()
-            return dataclasses.replace(self.result(platforms, chats), partial_at_kill=partial)
+            await asyncio.gather(*(platforms.ask(chat) for chat in chats))
+            await self.wait_model_asked(gateway, chats)
+            await asyncio.sleep(FIRST_TOKEN_S + KILL_AT * self.reply_s)
+            partial = sum(1 for c in chats if platforms.screen.chat(c.key).first_visible is not None
+                          and judge(self.shown(platforms, c), self.words).lost)  # fmt: skip
         finally:
-            await platforms.stop()
+            await gateway.kill()
+        restarted = await platforms.launch(home, config)
+        await self.wait_answered(platforms, restarted, chats)
+        return dataclasses.replace(self.result(platforms, chats, limited), partial_at_kill=partial), restarted
 
     # -- waiting --------------------------------------------------------------------------------------
 
@@ -177,7 +168,7 @@ class Bench:
     def shown(platforms: Platforms, chat: BenchChat) -> list[str]:
         return list(platforms.screen.chat(chat.key).messages.values())
 
-    def result(self, platforms: Platforms, chats: list[BenchChat]) -> Run:
+    def result(self, platforms: Platforms, chats: list[BenchChat], limited_before: Mapping[str, int]) -> Run:
         first_ms, updates, verdicts = {}, {}, {}
         for chat in chats:
             screen = platforms.screen.chat(chat.key)
@@ -185,7 +176,8 @@ class Bench:
                 first_ms[chat.key] = (screen.first_visible - chat.asked_at) * 1000
             updates[chat.key] = screen.updates
             verdicts[chat.key] = judge(self.shown(platforms, chat), self.words)
-        return Run(chats, first_ms, updates, verdicts, dict(platforms.screen.rate_limited))
+        limited = {p: n - limited_before.get(p, 0) for p, n in platforms.screen.rate_limited.items()}
+        return Run(chats, first_ms, updates, verdicts, limited)
 
 
 def figures(nostream: Run, stream: Run, load: Run, crash: Run, *, quick: bool, tokens: int) -> dict[str, Any]:
@@ -241,7 +233,8 @@ def report(result: Mapping[str, Any]) -> None:
             say(f"  {kind:<15} {result[f'first_visible_ms_p50_{kind}']:>8,.0f} / "
                 f"{result[f'first_visible_ms_p99_{kind}']:>8,.0f}   off {result[f'first_visible_ms_p50_nostream_{kind}']:>8,.0f}")
     gain = result["first_visible_ms_p50_nostream"] - result["first_visible_ms_p50"]
-    say(f"  streaming shows the first text {gain:,.0f} ms sooner at p50 than the baseline measured in this run")
+    say(f"  streaming shows the first text {abs(gain):,.0f} ms {'sooner' if gain >= 0 else 'later'} at p50 "
+        "than the baseline measured in this run")
     say(f"load ({result['chats_load']} chats at once): {result['edits_per_reply']:.1f} updates per reply, "
         f"{result['rate_limited']} answered 429 (telegram {result['rate_limited_telegram']}, discord "
         f"{result['rate_limited_discord']}, slack {result['rate_limited_slack']})")
@@ -269,19 +262,31 @@ async def measure(quick: bool, tmp: Path) -> dict[str, Any]:
     first = QUICK_FIRST_PER_KIND if quick else FIRST_PER_KIND
     load = QUICK_LOAD_PER_PLATFORM if quick else LOAD_PER_PLATFORM
     crash = QUICK_CRASH_PER_KIND if quick else CRASH_PER_KIND
+    baseline, live = Platforms(), Platforms()
     try:
         say(f"model: {tokens} tokens at {PACE:.0f}/s after {FIRST_TOKEN_S * 1000:.0f} ms"
             f"{'' if paced else ' (NOT paced: this fake model answers at once)'}")  # fmt: skip
-        nostream = await bench.phase("nostream", dict.fromkeys(KINDS, first), streaming="off")
+        # Both gateways start together (a start is mostly imports), then measure one at a time.
+        (off, _, _), (on, home, config) = await asyncio.gather(
+            bench.start(baseline, "nostream", streaming="off"), bench.start(live, "stream", streaming="auto"))
+        try:
+            nostream = await bench.wave(baseline, off, dict.fromkeys(KINDS, first))
+        finally:
+            await off.terminate()
         say(f"nostream: {len(nostream.chats)} chats, first visible p50 {percentile(nostream.first(), 50):,.0f} ms")
-        stream = await bench.phase("stream", dict.fromkeys(KINDS, first), streaming="auto")
-        say(f"stream: {len(stream.chats)} chats, first visible p50 {percentile(stream.first(), 50):,.0f} ms")
-        counts = {"telegram": load // 2, "telegram_group": load - load // 2, "discord": load, "slack": load}
-        loaded = await bench.phase("load", counts, streaming="auto")
-        say(f"load: {len(loaded.chats)} chats, {sum(loaded.rate_limited.values())} answered 429")
-        crashed = await bench.crash_phase(dict.fromkeys(KINDS, crash))
-        say(f"crash: {len(crashed.chats)} chats, {sum(v.lost for v in crashed.verdicts.values())} lost")
+        try:
+            stream = await bench.wave(live, on, dict.fromkeys(KINDS, first))
+            say(f"stream: {len(stream.chats)} chats, first visible p50 {percentile(stream.first(), 50):,.0f} ms")
+            counts = {"telegram": load // 2, "telegram_group": load - load // 2, "discord": load, "slack": load}
+            loaded = await bench.wave(live, on, counts)
+            say(f"load: {len(loaded.chats)} chats, {sum(loaded.rate_limited.values())} answered 429")
+            crashed, on = await bench.crash_wave(live, on, home, config, dict.fromkeys(KINDS, crash))
+            say(f"crash: {len(crashed.chats)} chats, {sum(v.lost for v in crashed.verdicts.values())} lost")
+        finally:
+            await on.terminate()
     finally:
+        await baseline.stop()
+        await live.stop()
         await server.stop()
     return figures(nostream, stream, loaded, crashed, quick=quick, tokens=tokens)
 
