@@ -6,7 +6,8 @@ Point the real SDKs at it::
     AsyncOpenAI(api_key="test", base_url=server.base_url + "/v1")
 
 Script replies with ``server.script(Text("hi"), ToolUse("memory", {...}), RateLimited(2))``
-(``CutStream(Text("hi"), after=3)`` drops the connection mid-stream);
+(``CutStream(Text("hi"), after=3)`` drops the connection mid-stream; ``Text("...", pace=50)``
+streams the text one word per delta at about 50 words, taken as tokens, per second);
 read usage and cache figures from ``server.requests`` / ``server.last_request``.
 Token counting and cache rules are documented in ``prompt.py`` and ``cache.py``.
 """

@@ -8,8 +8,9 @@ from typing import Any, Final
 from .cache import MAX_BREAKPOINTS, CacheFigures
 from .prompt import PromptBlock, anthropic_blocks
 from .replies import ContextTooLong, ErrorReply, InvalidRequest
-from .turn import Turn, chunk_text
-from .wire import dumps
+from .pacing import chunk_text, paced_pieces
+from .turn import Turn
+from .wire import SseEvent, dumps
 
 STOP_REASONS = {"end": "end_turn", "tool": "tool_use", "truncated": "max_tokens"}
 
@@ -85,9 +86,9 @@ class AnthropicDialect:
             "usage": dict(usage),
         }
 
-    def sse_events(self, message: Mapping[str, Any], body: Mapping[str, Any]) -> list[tuple[str | None, str]]:
-        """``message`` as the Messages SSE event sequence: (event name, data) pairs."""
-        return [(name, dumps(data)) for name, data in stream_events(message)]
+    def sse_events(self, message: Mapping[str, Any], body: Mapping[str, Any], pace: float | None) -> list[SseEvent]:
+        """``message`` as the Messages SSE event sequence, its text written at ``pace``."""
+        return [SseEvent(name, dumps(data), wait) for name, data, wait in stream_events(message, pace)]
 
 
 def content_blocks(turn: Turn) -> list[dict[str, Any]]:
@@ -99,27 +100,29 @@ def content_blocks(turn: Turn) -> list[dict[str, Any]]:
     return blocks
 
 
-def stream_events(message: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The SSE events that reassemble into ``message``."""
+def stream_events(
+    message: Mapping[str, Any], pace: float | None = None
+) -> Iterator[tuple[str, dict[str, Any], float]]:
+    """The SSE events that reassemble into ``message`` (name, data, seconds to wait before it)."""
     usage = dict(message["usage"])
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
-    yield "message_start", {"type": "message_start", "message": start}
-    yield "ping", {"type": "ping"}
+    yield "message_start", {"type": "message_start", "message": start}, 0.0
+    yield "ping", {"type": "ping"}, 0.0
     for index, block in enumerate(message["content"]):
-        yield from _block_events(index, block)
+        yield from _block_events(index, block, pace)
     delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
-    yield "message_delta", {"type": "message_delta", "delta": delta, "usage": usage}
-    yield "message_stop", {"type": "message_stop"}
+    yield "message_delta", {"type": "message_delta", "delta": delta, "usage": usage}, 0.0
+    yield "message_stop", {"type": "message_stop"}, 0.0
 
 
-def _block_events(index: int, block: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+def _block_events(index: int, block: Mapping[str, Any], pace: float | None) -> Iterator[tuple[str, dict[str, Any], float]]:
     if block["type"] == "text":
         opening: dict[str, Any] = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": piece} for piece in chunk_text(block["text"])]
+        deltas = [({"type": "text_delta", "text": piece}, wait) for piece, wait in paced_pieces(block["text"], pace)]
     else:
         opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-        deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in chunk_text(dumps(block["input"]))]
-    yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}
-    for delta in deltas:
-        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
-    yield "content_block_stop", {"type": "content_block_stop", "index": index}
+        deltas = [({"type": "input_json_delta", "partial_json": piece}, 0.0) for piece in chunk_text(dumps(block["input"]))]
+    yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}, 0.0
+    for delta, wait in deltas:
+        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}, wait
+    yield "content_block_stop", {"type": "content_block_stop", "index": index}, 0.0

@@ -8,8 +8,9 @@ from typing import Any, Final
 from .cache import CacheFigures
 from .prompt import PromptBlock, openai_blocks
 from .replies import ContextTooLong, ErrorReply
-from .turn import Turn, chunk_text
-from .wire import dumps
+from .pacing import chunk_text, paced_pieces
+from .turn import Turn
+from .wire import SseEvent, dumps
 
 FINISH_REASONS = {"end": "stop", "tool": "tool_calls", "truncated": "length"}
 
@@ -78,11 +79,11 @@ class OpenAIDialect:
             "system_fingerprint": None,
         }
 
-    def sse_events(self, message: Mapping[str, Any], body: Mapping[str, Any]) -> list[tuple[str | None, str]]:
-        """The completion as unnamed ``data:`` chunks ending in ``[DONE]``."""
+    def sse_events(self, message: Mapping[str, Any], body: Mapping[str, Any], pace: float | None) -> list[SseEvent]:
+        """The completion as unnamed ``data:`` chunks ending in ``[DONE]``, its text written at ``pace``."""
         options = body.get("stream_options") or {}
-        chunks = [dumps(chunk) for chunk in stream_chunks(message, bool(options.get("include_usage")))]
-        return [(None, data) for data in [*chunks, "[DONE]"]]
+        chunks = stream_chunks(message, bool(options.get("include_usage")), pace)
+        return [*(SseEvent(None, dumps(chunk), wait) for chunk, wait in chunks), SseEvent(None, "[DONE]")]
 
 
 def assistant_message(turn: Turn) -> dict[str, Any]:
@@ -96,8 +97,11 @@ def assistant_message(turn: Turn) -> dict[str, Any]:
     return message
 
 
-def stream_chunks(completion: Mapping[str, Any], include_usage: bool) -> Iterator[dict[str, Any]]:
-    """``chat.completion.chunk`` objects that reassemble into ``completion``."""
+def stream_chunks(
+    completion: Mapping[str, Any], include_usage: bool, pace: float | None = None
+) -> Iterator[tuple[dict[str, Any], float]]:
+    """``chat.completion.chunk`` objects that reassemble into ``completion``, each with the seconds
+    to wait before it."""
     base = {key: completion[key] for key in ("id", "created", "model", "system_fingerprint")}
     base["object"] = "chat.completion.chunk"
     choice = completion["choices"][0]
@@ -106,13 +110,14 @@ def stream_chunks(completion: Mapping[str, Any], include_usage: bool) -> Iterato
         body = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
         return {**body, "usage": None} if include_usage else body
 
-    yield chunk({"role": "assistant", "content": ""})
-    yield from (chunk({"content": piece}) for piece in chunk_text(choice["message"]["content"] or ""))
+    yield chunk({"role": "assistant", "content": ""}), 0.0
+    for piece, wait in paced_pieces(choice["message"]["content"] or "", pace):
+        yield chunk({"content": piece}), wait
     for index, call in enumerate(choice["message"].get("tool_calls", [])):
-        yield from (chunk({"tool_calls": [delta]}) for delta in _call_deltas(index, call))
-    yield chunk({}, choice["finish_reason"])
+        yield from ((chunk({"tool_calls": [delta]}), 0.0) for delta in _call_deltas(index, call))
+    yield chunk({}, choice["finish_reason"]), 0.0
     if include_usage:
-        yield {**base, "choices": [], "usage": completion["usage"]}
+        yield {**base, "choices": [], "usage": completion["usage"]}, 0.0
 
 
 def _call_deltas(index: int, call: Mapping[str, Any]) -> Iterator[dict[str, Any]]:

@@ -6,6 +6,10 @@ into either API's wire format:
 * :class:`Text` - an assistant text turn (``end_turn`` / ``stop``).
 * :class:`ToolUse` - one tool call; :class:`ToolCalls` - several, optionally
   preceded by text (``tool_use`` / ``tool_calls``).
+
+A text (a :class:`Text`, or the text before a :class:`ToolCalls`' calls) with a
+``pace`` is written like a model writes it: one word per streamed delta, ``pace``
+words (taken as tokens) per second (see ``pacing.py``).
 * :class:`ErrorReply` subclasses - an HTTP error in the API's own JSON shape.
 * :class:`Timeout` - hold the request open longer than the client waits.
 * :class:`CutStream` / :class:`MalformedEvent` - a success reply whose stream
@@ -27,11 +31,17 @@ MAX_STALL_SECONDS = 10.0
 class Text:
     """A plain assistant text reply.
 
-    ``truncated=True`` reports the turn as cut off (``max_tokens`` / ``length``).
+    ``truncated=True`` reports the turn as cut off (``max_tokens`` / ``length``). ``pace``: tokens
+    (words) per second the text streams at, one word per delta; None streams it at once in
+    16-character pieces.
     """
 
     text: str
     truncated: bool = False
+    pace: float | None = None
+
+    def __post_init__(self) -> None:
+        check_pace(self.pace)
 
 
 @dataclass(frozen=True)
@@ -48,24 +58,34 @@ class ToolUse:
 
 
 class ToolCalls:
-    """A reply carrying one or more tool calls, optionally preceded by text."""
+    """A reply carrying one or more tool calls, optionally preceded by text (streamed at ``pace``
+    words per second when given, as :class:`Text` does; the calls follow at once)."""
 
-    __slots__ = ("calls", "text")
+    __slots__ = ("calls", "pace", "text")
 
-    def __init__(self, *calls: ToolUse, text: str | None = None) -> None:
+    def __init__(self, *calls: ToolUse, text: str | None = None, pace: float | None = None) -> None:
         if not calls:
             raise ValueError("ToolCalls needs at least one ToolUse")
+        check_pace(pace)
         self.calls: tuple[ToolUse, ...] = calls
         self.text = text
+        self.pace = pace
 
     def __repr__(self) -> str:
-        return f"ToolCalls({', '.join(map(repr, self.calls))}, text={self.text!r})"
+        paced = "" if self.pace is None else f", pace={self.pace!r}"
+        return f"ToolCalls({', '.join(map(repr, self.calls))}, text={self.text!r}{paced})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ToolCalls) and (self.calls, self.text) == (other.calls, other.text)
+        return isinstance(other, ToolCalls) and (self.calls, self.text, self.pace) == (other.calls, other.text, other.pace)
 
     def __hash__(self) -> int:
-        return hash((self.calls, self.text))
+        return hash((self.calls, self.text, self.pace))
+
+
+def check_pace(pace: float | None) -> None:
+    """Refuse a pace no model could write at."""
+    if pace is not None and not pace > 0:
+        raise ValueError(f"pace is tokens per second and must be above 0, got {pace!r}")
 
 
 @dataclass(frozen=True)

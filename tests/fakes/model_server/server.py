@@ -31,8 +31,9 @@ from .replies import (
     Timeout,
     Unavailable,
 )
+from .pacing import writing_seconds
 from .turn import Turn, build_turn
-from .wire import json_response, send_broken_json, send_sse
+from .wire import SseEvent, Sleep, json_response, send_broken_json, send_sse
 
 Responder = Callable[[RequestRecord], Reply | None]
 """A callable policy: gets the request record, returns a reply (or None for the default)."""
@@ -62,7 +63,7 @@ class Dialect(Protocol):
         self, message_id: str, model: str, turn: Turn, usage: Mapping[str, Any], created: int
     ) -> dict[str, Any]: ...
 
-    def sse_events(self, message: Mapping[str, Any], body: Mapping[str, Any]) -> list[tuple[str | None, str]]: ...
+    def sse_events(self, message: Mapping[str, Any], body: Mapping[str, Any], pace: float | None) -> list[SseEvent]: ...
 
 
 ANTHROPIC = AnthropicDialect()
@@ -106,7 +107,8 @@ class ModelServer:
     time; 0 by default); ``gate`` (an ``asyncio.Event``: completions wait until it is set, so a test
     can act while a turn is waiting for its model); ``context_limit``
     (an int, or a mapping of model name to int) above which requests get the
-    API's context-length error; ``api_key`` (if set, other keys get 401);
+    API's context-length error; ``api_key`` (if set, other keys get 401); ``sleep`` (how a paced
+    reply waits between its deltas, ``asyncio.sleep`` by default: a test may record the waits);
     ``anthropic_cache.min_cacheable_tokens``; ``openai_cache.ttl`` and
     ``openai_cache.min_cacheable_tokens``.
     """
@@ -158,6 +160,7 @@ class ModelServer:
         self._ids = itertools.count(1)
         self.responder: Responder | None = None
         self.latency = 0.0
+        self.sleep: Sleep = asyncio.sleep
         self.gate: asyncio.Event | None = None
         self.context_limit: int | Mapping[str, int] | None = None
         self.api_key: str | None = None
@@ -301,7 +304,10 @@ class ModelServer:
         record.reply, record.status = reply, 200
         headers = {dialect.request_id_header: self._new_id("req_fake_")}
         if record.stream:
-            return await send_sse(request, dialect.sse_events(record.response, record.body), headers, fault)
+            events = dialect.sse_events(record.response, record.body, turn.pace)
+            return await send_sse(request, events, headers, fault, self.sleep)
+        if turn.pace is not None:  # the whole answer comes once the model has written it
+            await self.sleep(writing_seconds(turn.text, turn.pace))
         if fault is not None:
             return await send_broken_json(request, record.response, headers, fault)
         return json_response(record.response, headers=headers)

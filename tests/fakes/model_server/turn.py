@@ -35,6 +35,8 @@ class Turn:
     calls: tuple[Call, ...]
     finish: Finish
     output_tokens: int
+    pace: float | None = None
+    """Tokens (words) per second the text is written at; None: all at once."""
 
 
 def _output_tokens(text: str | None, calls: tuple[Call, ...]) -> int:
@@ -47,12 +49,7 @@ def build_turn(reply: SuccessReply, new_call_id: Callable[[], str]) -> Turn:
     """Turn a scripted reply into a :class:`Turn`, assigning missing call ids."""
     if isinstance(reply, Text):
         finish: Finish = "truncated" if reply.truncated else "end"
-        return Turn(reply.text, (), finish, _output_tokens(reply.text, ()))
+        return Turn(reply.text, (), finish, _output_tokens(reply.text, ()), reply.pace)
     scripted = as_calls(reply)
     calls = tuple(Call(call.id or new_call_id(), call.name, dict(call.input)) for call in scripted.calls)
-    return Turn(scripted.text, calls, "tool", _output_tokens(scripted.text, calls))
-
-
-def chunk_text(text: str, size: int = 16) -> list[str]:
-    """Split ``text`` into deterministic streaming pieces of ``size`` chars."""
-    return [text[start : start + size] for start in range(0, len(text), size)]
+    return Turn(scripted.text, calls, "tool", _output_tokens(scripted.text, calls), scripted.pace)

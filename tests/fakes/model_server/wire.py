@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, NamedTuple
 
 from aiohttp import web
 
@@ -16,19 +17,34 @@ def json_response(body: Mapping[str, Any], status: int = 200, headers: Mapping[s
     return web.json_response(dict(body), status=status, headers=dict(headers or {}))
 
 
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class SseEvent(NamedTuple):
+    """One Server-Sent Event: its name (None: a bare ``data:`` line), its data text, and how long to
+    wait before sending it (a paced text delta; 0 for everything else)."""
+
+    name: str | None
+    data: str
+    wait: float = 0.0
+
+
 async def send_sse(
     request: web.Request,
-    events: Iterable[tuple[str | None, str]],
+    events: Iterable[SseEvent],
     headers: Mapping[str, str] | None = None,
     fault: StreamFault | None = None,
+    sleep: Sleep = asyncio.sleep,
 ) -> web.StreamResponse:
-    """Stream ``(event name or None, data text)`` pairs as Server-Sent Events, broken as ``fault`` says."""
+    """Stream ``events`` as Server-Sent Events, each after its wait, broken as ``fault`` says."""
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     response.headers.update(dict(headers or {}))
     await response.prepare(request)
     pairs = list(events)
     at = 0 if fault is None else fault.after if fault.after >= 0 else max(0, len(pairs) + fault.after)
-    for index, (event, data) in enumerate(pairs):
+    for index, (event, data, wait) in enumerate(pairs):
+        if wait > 0:
+            await sleep(wait)
         if fault is not None and index == at:
             if isinstance(fault, CutStream):
                 return await end_early(request, response, fault)
