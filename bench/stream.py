@@ -6,7 +6,8 @@ The real ``switchboard run`` process with Telegram, Discord and Slack on, the re
 discord.py and slack-bolt against the emulators of ``tests/fakes`` (see
 :mod:`bench.stream_rig`; every Web API call goes through a recording proxy,
 :mod:`bench.stream_watch`), and the fake model server writing an answer of TOKENS tokens
-(800; ``--quick`` 200) at PACE tokens/s (50) after FIRST_TOKEN_S (0.5 s) of thinking. Chats
+(800; ``--quick`` 150) at PACE tokens/s (50) after FIRST_TOKEN_S (0.5 s) of thinking (see
+:mod:`bench.stream_answers`). Chats
 are Telegram private chats (drafts), Telegram groups (send then edit), Discord DMs (send then
 edit) and Slack @mentions answered in their thread (the native stream).
 
@@ -54,11 +55,11 @@ from typing import Any
 
 from bench.common import CpuSteal, emit, parse_args, percentile, say
 from bench.crash import Gateway
-from bench.stream_answers import Verdict, answer_text, answer_words, judge
+from bench.stream_answers import Verdict, answer_text, judge
 from bench.stream_rig import KINDS, BenchChat, Platforms, streaming_configurable
 from tests.fakes.model_server import ModelServer, Text
 
-TOKENS, QUICK_TOKENS = 800, 200
+TOKENS, QUICK_TOKENS = 800, 150
 PACE = 50.0
 """Tokens per second the model writes at."""
 FIRST_TOKEN_S = 0.5
@@ -72,11 +73,6 @@ MAX_TURNS = 400
 QUIET_MARGIN_S = 10.0
 """Stop waiting for a chat's answer when nothing changed for the answer's writing time plus this."""
 HANG_GUARD_S = 300.0
-
-
-def model_paces() -> bool:
-    """Whether the fake model server can write a text at a pace (issue 27); before, it answers at once."""
-    return "pace" in {f.name for f in dataclasses.fields(Text)}
 
 
 @dataclass
@@ -205,7 +201,7 @@ def figures(nostream: Run, stream: Run, load: Run, crash: Run, *, quick: bool, t
     result["crash_chats_showing_partial_at_kill"] = crash.partial_at_kill
     result.update({
         "model_first_token_ms": FIRST_TOKEN_S * 1000, "model_tokens": tokens, "model_tokens_per_s": PACE,
-        "model_paced": model_paces(), "streaming_configurable": streaming_configurable(),
+        "streaming_configurable": streaming_configurable(),
         "chats_first_visible": len(stream.chats), "chats_load": len(load.chats), "chats_crash": len(crash.chats),
         "quick": quick,
     })  # fmt: skip
@@ -241,9 +237,8 @@ def report(result: Mapping[str, Any]) -> None:
     say(f"SIGKILL mid-stream over {result['chats_crash']} chats ({result['crash_chats_showing_partial_at_kill']} "
         f"showing part of the answer at the kill): duplicated {result['duplicated']}, lost {result['lost']}, "
         f"left partial {result['left_partial']}")
-    if not result["model_paced"] or not result["streaming_configurable"]:
-        say("NOTE: this gateway or fake model predates streaming (issue 27): "
-            f"model paced {result['model_paced']}, gateway.streaming configurable {result['streaming_configurable']}")
+    if not result["streaming_configurable"]:
+        say("NOTE: this gateway predates gateway.streaming (issue 27): every wave ran with today's replies")
     say("vs targets:")
     for key, target, met in verdicts(result):
         say(f"  {key:<22} {result[key]:>10,.1f}   target {target:<32} {'ok' if met else 'MISSED'}")
@@ -251,21 +246,19 @@ def report(result: Mapping[str, Any]) -> None:
 
 async def measure(quick: bool, tmp: Path) -> dict[str, Any]:
     tokens = QUICK_TOKENS if quick else TOKENS
-    words = answer_words(tokens)
-    text = answer_text(words)
+    text = answer_text(tokens)  # a word is a token to the fake model server
     server = ModelServer()
     await server.start()
     server.latency = FIRST_TOKEN_S
-    paced = model_paces()
-    server.responder = lambda record: Text(text, pace=PACE) if paced else Text(text)  # type: ignore[call-arg]
-    bench = Bench(tmp, server, words, tokens / PACE)
+    server.responder = lambda record: Text(text, pace=PACE)
+    bench = Bench(tmp, server, tokens, tokens / PACE)
     first = QUICK_FIRST_PER_KIND if quick else FIRST_PER_KIND
     load = QUICK_LOAD_PER_PLATFORM if quick else LOAD_PER_PLATFORM
     crash = QUICK_CRASH_PER_KIND if quick else CRASH_PER_KIND
     baseline, live = Platforms(), Platforms()
+    began = time.perf_counter()
     try:
-        say(f"model: {tokens} tokens at {PACE:.0f}/s after {FIRST_TOKEN_S * 1000:.0f} ms"
-            f"{'' if paced else ' (NOT paced: this fake model answers at once)'}")  # fmt: skip
+        say(f"model: {tokens} tokens at {PACE:.0f}/s after {FIRST_TOKEN_S * 1000:.0f} ms")
         # Both gateways start together (a start is mostly imports), then measure one at a time.
         (off, _, _), (on, home, config) = await asyncio.gather(
             bench.start(baseline, "nostream", streaming="off"), bench.start(live, "stream", streaming="auto"))
@@ -273,15 +266,15 @@ async def measure(quick: bool, tmp: Path) -> dict[str, Any]:
             nostream = await bench.wave(baseline, off, dict.fromkeys(KINDS, first))
         finally:
             await off.terminate()
-        say(f"nostream: {len(nostream.chats)} chats, first visible p50 {percentile(nostream.first(), 50):,.0f} ms")
+        say(f"[{time.perf_counter() - began:5.1f} s] nostream: {len(nostream.chats)} chats, first visible p50 {percentile(nostream.first(), 50):,.0f} ms")
         try:
             stream = await bench.wave(live, on, dict.fromkeys(KINDS, first))
-            say(f"stream: {len(stream.chats)} chats, first visible p50 {percentile(stream.first(), 50):,.0f} ms")
+            say(f"[{time.perf_counter() - began:5.1f} s] stream: {len(stream.chats)} chats, first visible p50 {percentile(stream.first(), 50):,.0f} ms")
             counts = {"telegram": load // 2, "telegram_group": load - load // 2, "discord": load, "slack": load}
             loaded = await bench.wave(live, on, counts)
-            say(f"load: {len(loaded.chats)} chats, {sum(loaded.rate_limited.values())} answered 429")
+            say(f"[{time.perf_counter() - began:5.1f} s] load: {len(loaded.chats)} chats, {sum(loaded.rate_limited.values())} answered 429")
             crashed, on = await bench.crash_wave(live, on, home, config, dict.fromkeys(KINDS, crash))
-            say(f"crash: {len(crashed.chats)} chats, {sum(v.lost for v in crashed.verdicts.values())} lost")
+            say(f"[{time.perf_counter() - began:5.1f} s] crash: {len(crashed.chats)} chats, {sum(v.lost for v in crashed.verdicts.values())} lost")
         finally:
             await on.terminate()
     finally:

@@ -1,7 +1,9 @@
 """The long answer ``bench.stream``'s model writes, and the verdict on what a chat shows of it at the end.
 
-The answer is numbered words (``w0001 w0002 ...``) in short paragraphs, plain text so that
-every platform shows it as written and every chunking cuts it between words. What a chat
+The answer is numbered words (``w001 w002 ...``) in short paragraphs, plain text so that
+every platform shows it as written and every chunking cuts it between words. The fake model
+server streams one word per delta and counts a word as a token, so an answer of 800 tokens is
+800 words (about 4,000 characters: one message on Telegram and Slack, three on Discord). What a chat
 shows is then judged by the numbers each bot message carries, in the order the messages were
 sent:
 
@@ -16,23 +18,20 @@ sent:
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-WORD = re.compile(r"\bw(\d{4})\b")
+WORD = re.compile(r"\bw(\d{3})\b")
+MAX_WORDS = 999
 PARAGRAPH_WORDS = 12
 
 
-def answer_words(tokens: int) -> int:
-    """How many numbered words make an answer of about ``tokens`` tokens (the fake's 4 characters each)."""
-    return max(1, math.ceil(tokens * 4 / len("w0000 ")))
-
-
 def answer_text(words: int) -> str:
-    """``w0001 w0002 ...``, PARAGRAPH_WORDS to a paragraph."""
-    numbered = [f"w{n:04d}" for n in range(1, words + 1)]
+    """``w001 w002 ...``, PARAGRAPH_WORDS to a paragraph."""
+    if not 1 <= words <= MAX_WORDS:
+        raise ValueError(f"an answer has 1 to {MAX_WORDS} words, not {words}")
+    numbered = [f"w{n:03d}" for n in range(1, words + 1)]
     return "\n\n".join(" ".join(numbered[i : i + PARAGRAPH_WORDS]) for i in range(0, words, PARAGRAPH_WORDS))
 
 
