@@ -6,13 +6,17 @@ Inbound: see :mod:`adapters.slack.workspaces` for whose events are taken in at a
 and :mod:`adapters.slack.app` for when Slack gets its ack. Outbound:
 chat.postMessage in mrkdwn, in the thread the message came from, with the
 chunk's nonce in message metadata so a resend finds it
-(:mod:`adapters.slack.resend`); chat.update for edits. Sender names come from users.info (:mod:`adapters.slack.users`,
+(:mod:`adapters.slack.resend`); chat.update for edits. A reply in a thread can
+stream natively (``chat.startStream`` / ``appendStream`` / ``stopStream``) and
+show the thread's status line (``assistant.threads.setStatus``), see
+:mod:`adapters.slack.streaming`; elsewhere it is posted, then updated. Sender names come from users.info (:mod:`adapters.slack.users`,
 scope ``users:read``). Slack has no typing indicator for bots, so
 :meth:`typing` does nothing.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal
 
@@ -26,12 +30,17 @@ from adapters.contract import (
     AdapterState,
     AdapterStatus,
     Capabilities,
+    ChatType,
     Intake,
     Markup,
     OutboundMessage,
+    Rate,
+    RateLimits,
+    RecipientUnavailable,
+    StreamMode,
 )
 from adapters.http_listener import ListenerLimits
-from adapters.slack import sending
+from adapters.slack import sending, streaming
 from adapters.slack.app import EventSink, build_app
 from adapters.slack.convert import PLATFORM
 from adapters.slack.http_mode import HttpReceiver
@@ -46,6 +55,11 @@ log = structlog.get_logger(__name__)
 
 MAX_MESSAGE_CHARS: Final = 3900
 """Slack accepts 40,000 characters, but clients cut or fold text past about 4,000; stay under that."""
+RATES: Final = RateLimits(per_chat=Rate(1, 1.0), overall=None, stream_interval=0.5)
+"""chat.postMessage takes about one message a second per channel (chat.update is counted with it here);
+chat.appendStream is Tier 4, so a streamed message may grow twice a second."""
+STREAM_NONCES: Final = 1_000
+"""Streams whose chunk nonce is kept until they are stopped (one per reply being written)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +87,8 @@ class SlackSettings:
 class SlackAdapter(Adapter):
     platform: ClassVar[str] = PLATFORM
     capabilities: ClassVar[Capabilities] = Capabilities(
-        max_message_length=MAX_MESSAGE_CHARS, length_unit="chars", can_edit=True, markup=Markup.SLACK_MRKDWN
+        max_message_length=MAX_MESSAGE_CHARS, length_unit="chars", can_edit=True, markup=Markup.SLACK_MRKDWN,
+        rates=RATES,
     )
     platform_hint: ClassVar[str] = (
         "You are answering in Slack, which renders its own mrkdwn format rather than full "
@@ -95,6 +110,9 @@ class SlackAdapter(Adapter):
         self._threads: ThreadMemory | None = None
         self._names: UserNames | None = None
         self._lookup: PostedLookup | None = None
+        self._workspaces: Workspaces | None = None
+        self._stream_nonces: OrderedDict[tuple[str, str], str] = OrderedDict()
+        """(channel, ts) of a stream started here -> the nonce its stop puts in the message metadata."""
         self.bot: BotIdentity | None = None
 
     @classmethod
@@ -144,10 +162,11 @@ class SlackAdapter(Adapter):
         self._threads = ThreadMemory(self._client, self.bot)
         self._names = UserNames(self._client)
         self._lookup = PostedLookup(self._client, self.bot)
-        workspaces = Workspaces(self.bot, allowed_teams=settings.allowed_teams, allowed_users=settings.allowed_users)
+        self._workspaces = Workspaces(self.bot, allowed_teams=settings.allowed_teams,
+                                      allowed_users=settings.allowed_users)  # fmt: skip
         self._sink = EventSink(
             self.bot, self._threads, self._names, self._note_inbound, every_message=not self._settings.require_mention,
-            workspaces=workspaces,
+            workspaces=self._workspaces,
         )  # fmt: skip
         self._sink.open(intake)
         app = build_app(self._client, settings.signing_secret or "", self.bot, self._sink)
@@ -216,10 +235,50 @@ class SlackAdapter(Adapter):
         return ts
 
     async def edit(self, chat_id: str, message_id: str, text: str, *, markup: Markup = Markup.PLAIN) -> None:
-        await sending.update(self._client, chat_id, message_id, text, markup)
+        try:
+            await sending.update(self._client, chat_id, message_id, text, markup)
+        except RecipientUnavailable as error:
+            if not streaming.edit_refused(error):
+                raise
+            # Perhaps a stream left running (the process stopped before ending it): end it, edit again.
+            log.info("slack.stream.stopped_for_edit", channel=chat_id, ts=message_id)
+            try:
+                await self.stop_stream(chat_id, message_id)
+            except RecipientUnavailable:
+                raise error  # no stream of ours: the edit's own refusal says what happened
+            await sending.update(self._client, chat_id, message_id, text, markup)
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         """Slack offers bots no typing indicator in channels; nothing to do."""
+
+    # --- streaming -------------------------------------------------------------------------
+    def stream_modes(self, chat_type: ChatType, thread_id: str | None = None) -> tuple[StreamMode, ...]:
+        """Native streaming where the reply goes into a thread (every channel reply; a DM only inside a
+        thread, such as an assistant thread): ``chat.startStream`` needs one. Top-level DM replies are
+        posted, then updated."""
+        return (StreamMode.NATIVE, StreamMode.EDIT) if thread_id else (StreamMode.EDIT,)
+
+    async def start_stream(self, message: OutboundMessage, *, recipient_user_id: str | None = None) -> str:
+        team = self._workspaces.team_of(recipient_user_id) if self._workspaces is not None else None
+        ts = await streaming.start(self._client, message, recipient_user_id=recipient_user_id, recipient_team_id=team)
+        if message.nonce:
+            self._stream_nonces[(message.chat_id, ts)] = message.nonce
+            while len(self._stream_nonces) > STREAM_NONCES:
+                self._stream_nonces.popitem(last=False)
+        if message.thread_id and self._threads is not None and not message.chat_id.startswith("D"):
+            self._threads.remember(message.chat_id, message.thread_id)  # replies there continue without a mention
+        return ts
+
+    async def append_stream(self, chat_id: str, message_id: str, text: str) -> None:
+        await streaming.append(self._client, chat_id, message_id, text)
+
+    async def stop_stream(self, chat_id: str, message_id: str) -> None:
+        nonce = self._stream_nonces.get((chat_id, message_id))
+        await streaming.stop(self._client, chat_id, message_id, nonce=nonce)
+        self._stream_nonces.pop((chat_id, message_id), None)
+
+    async def set_status(self, chat_id: str, thread_id: str | None, status: str) -> None:
+        await streaming.set_status(self._client, chat_id, thread_id, status)
 
 
 def _check(settings: SlackSettings) -> None:

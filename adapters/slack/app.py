@@ -104,6 +104,7 @@ class EventSink:
                 "slack.event.rejected", reason=refusal.reason, **refusal.teams, **fields
             )
             return None  # acknowledged: Slack must not deliver it again
+        self._workspaces.note_sender(body)  # whose team a reply streamed to them names
         intake = self._intake
         if intake is None:
             log.info("slack.event.refused", reason="intake is stopped; Slack delivers it again", **fields)

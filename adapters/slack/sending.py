@@ -1,6 +1,7 @@
 """Talking to Slack's Web API: the client, chat.postMessage / chat.update, and error translation.
 
-The client never retries ``chat.postMessage`` on its own. A connection that
+The client never retries ``chat.postMessage`` (nor ``chat.startStream`` and
+``chat.appendStream``, see :mod:`.streaming`) on its own. A connection that
 breaks after Slack accepted a post would otherwise post the chunk twice; the
 gateway's outbox retries instead, with the chunk it recorded. Rate limits are
 not retried here either: a 429 becomes :class:`RateLimited` so the outbox holds
@@ -35,8 +36,9 @@ from adapters.contract import (
 )
 from adapters.slack.resend import metadata
 
-NOT_RETRIED_BY_CLIENT: Final = frozenset({"chat.postMessage"})
-"""Methods whose repetition shows users a duplicate; only the outbox retries them."""
+NOT_RETRIED_BY_CLIENT: Final = frozenset({"chat.postMessage", "chat.startStream", "chat.appendStream"})
+"""Methods whose repetition shows users a duplicate (a second message, the same text appended twice);
+only the gateway retries them, knowing what it recorded."""
 
 DEFAULT_RETRY_AFTER: Final = 1.0
 """Seconds to wait after a 429 that came without a usable Retry-After header."""
@@ -117,7 +119,7 @@ def delivery_error(error: Exception, attempt: Attempt) -> DeliveryError | None:
 def _api_error(method: str, channel: str, error: SlackApiError) -> DeliveryError:
     response = error.response
     status = int(getattr(response, "status_code", 0) or 0)
-    code = _error_code(response)
+    code = error_code(response)
     where = f"Slack {method} to {channel}"
     if status == 429 or code == "ratelimited":
         return RateLimited(_retry_after(response), f"{where} was rate limited")
@@ -139,7 +141,7 @@ def _api_error(method: str, channel: str, error: SlackApiError) -> DeliveryError
 def startup_error(what: str, setting: str, error: Exception) -> AdapterError:
     """An error for a failed call at start, naming the setting to check."""
     if isinstance(error, SlackApiError):
-        code = _error_code(error.response) or f"HTTP {getattr(error.response, 'status_code', '?')}"
+        code = error_code(error.response) or f"HTTP {getattr(error.response, 'status_code', '?')}"
         return AdapterError(f"Slack {what} failed: {code}; check {setting}")
     return AdapterError(
         f"Slack {what} failed: cannot reach the Web API ({type(error).__name__}: {error}); "
@@ -147,7 +149,7 @@ def startup_error(what: str, setting: str, error: Exception) -> AdapterError:
     )
 
 
-def _error_code(response: Any) -> str:
+def error_code(response: Any) -> str:
     data = getattr(response, "data", None)
     if isinstance(data, dict):
         return str(data.get("error") or "")

@@ -32,6 +32,13 @@ The rules, for every event that would start a turn:
    offered a pairing code. A listed team counts as the workspace itself
    (``allow_all`` covers its people; otherwise ``allowed_users`` and pairing).
 
+Whose workspace a person is in also matters when the bot answers: a reply
+streamed into a channel names its recipient and the recipient's team
+(``chat.startStream``). :meth:`Workspaces.note_sender` remembers the team of
+each sender let through (the latest :data:`MAX_SENDERS`), and
+:meth:`Workspaces.team_of` gives it back, or the installed workspace for a
+person it has not seen.
+
 Enterprise Grid: the organisation's id (``E…``, from auth.test) counts as
 ours, because Slack names a member's organisation instead of a workspace in
 some events. Another workspace of the same organisation is another workspace:
@@ -42,13 +49,16 @@ list it in ``allowed_teams`` (a whole organisation can be listed by its
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from adapters.slack.identity import BotIdentity
 
 _SENDER_TEAM_FIELDS = ("user_team", "source_team", "team")
+MAX_SENDERS: Final = 10_000
+"""Senders whose team is remembered, least recently seen forgotten first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +81,8 @@ class Workspaces:
         self._installed = bot.team_id or bot.enterprise_id or ""
         self._accepted = frozenset(ours | set(allowed_teams))
         self._allowed_users = frozenset(allowed_users)
+        self._senders: OrderedDict[str, str] = OrderedDict()
+        """user id -> the team the user's latest event named."""
 
     def refusal(self, body: Mapping[str, Any]) -> Refusal | None:
         """None when the event may go on to the gateway; otherwise why not."""
@@ -95,6 +107,26 @@ class Workspaces:
             "in platforms.slack.allowed_teams or their id in allowed_users",
             {**teams, "user": user if isinstance(user, str) else "", "user_team": ",".join(foreign)},
         )
+
+
+    def note_sender(self, body: Mapping[str, Any]) -> None:
+        """Remember the team of the sender of an event that was let through."""
+        event = body.get("event")
+        if not isinstance(event, Mapping):
+            return
+        user = event.get("user")
+        teams = [event.get(name) for name in _SENDER_TEAM_FIELDS]
+        team = next((t for t in teams if isinstance(t, str) and t), None)
+        if not isinstance(user, str) or not user or team is None:
+            return
+        self._senders[user] = team
+        self._senders.move_to_end(user)
+        while len(self._senders) > MAX_SENDERS:
+            self._senders.popitem(last=False)
+
+    def team_of(self, user_id: str | None) -> str | None:
+        """The team ``user_id`` belongs to as far as the bot has seen; the installed workspace otherwise."""
+        return self._senders.get(user_id or "") or self._installed or None
 
 
 def _installation(body: Mapping[str, Any]) -> str:

@@ -12,11 +12,12 @@ from .server import (
     Failure,
     FakeSlack,
     Post,
+    Shown,
 )
 from .signing import Answer, post_signed, post_signed_body, signature
 
 __all__ = [
     "APP_TOKEN", "BOT_ID", "BOT_NAME", "BOT_TOKEN", "BOT_USER_ID", "TEAM_ID", "Answer", "ApiCall", "Failure",
-    "FakeSlack", "Post", "envelope", "from_other_workspace", "in_shared_channel", "mention", "message", "message_key",
+    "FakeSlack", "Post", "Shown", "envelope", "from_other_workspace", "in_shared_channel", "mention", "message", "message_key",
     "next_ts", "post_signed", "post_signed_body", "signature",
 ]  # fmt: skip

@@ -23,6 +23,17 @@ class History:
     def add(self, channel: str, message: Mapping[str, Any]) -> None:
         self._messages.setdefault(channel, {})[str(message["ts"])] = dict(message)
 
+    def edit(self, channel: str, ts: str, **fields: Any) -> None:
+        """Change fields of a message (its ``text`` after an update or an append); unknown messages are left alone."""
+        message = self._messages.get(channel, {}).get(ts)
+        if message is not None:
+            message.update(fields)
+
+    def text_of(self, channel: str, ts: str) -> str | None:
+        """What the message shows now; None for a message the workspace does not have."""
+        message = self._messages.get(channel, {}).get(ts)
+        return None if message is None else str(message.get("text") or "")
+
     def replies(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """Slack's answer to conversations.replies: the parent, then its replies oldest first, paged."""
         channel, ts = str(args.get("channel") or ""), str(args.get("ts") or "")

@@ -2,13 +2,18 @@
 
 Web API (``POST`` or ``GET /api/<method>``, form, JSON or query arguments,
 token in the ``Authorization`` header): auth.test, chat.postMessage,
-chat.update, apps.connections.open, conversations.replies and
+chat.update, chat.startStream / appendStream / stopStream and
+assistant.threads.setStatus (see :mod:`.streams`), apps.connections.open, conversations.replies and
 conversations.history (over the bot's posts, with the ``metadata`` they were
 posted with when ``include_all_metadata`` is set, and the user messages a test
 recorded with :meth:`record`, see :mod:`.history`) and users.info (over :attr:`FakeSlack.users`, see
 :mod:`.users`, which can also answer ``missing_scope``); any other method answers ``{"ok": false, "error":
 "unknown_method"}``. Every call is recorded in :attr:`FakeSlack.calls`; posts
-and updates also land in :attr:`posts` and :attr:`updates`.
+and updates also land in :attr:`posts` and :attr:`updates`, and every change of
+what a message shows (a post, an update, a stream's start, append and stop) in
+:attr:`FakeSlack.shown` with the time (:attr:`FakeSlack.clock`), which is what
+the benchmark reads first visible text from. Per-channel rate limits
+(:mod:`.rates`, off unless ``rates.enabled``) answer 429 with Retry-After.
 
 Socket Mode: apps.connections.open (with the app token) returns
 ``ws://127.0.0.1:<port>/socket/<n>``. On connect the fake sends ``hello``;
@@ -25,14 +30,17 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import WSMsgType, web
 
 from .history import History
+from .rates import ChannelRates
+from .streams import Streams
 from .users import Directory
 
 BOT_TOKEN = "xoxb-test-token"
@@ -42,6 +50,8 @@ BOT_USER_ID = "U0BOT"
 BOT_ID = "B0BOT"
 BOT_NAME = "switchbot"
 APP_ID = "A0APP"
+
+Handler = Callable[[dict[str, Any], "str | None"], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,17 @@ class Post:
     ts: str
     mrkdwn: Any
     metadata: Any = None
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A message's text changed: what it shows after ``method``, at ``at`` (``FakeSlack.clock``)."""
+
+    method: str
+    channel: str
+    ts: str
+    text: str
+    at: float
 
 
 @dataclass(frozen=True)
@@ -94,8 +115,10 @@ class Failure:
 
 
 class FakeSlack:
-    def __init__(self, host: str = "127.0.0.1") -> None:
+    def __init__(self, host: str = "127.0.0.1", *, clock: Callable[[], float] = time.monotonic) -> None:
         self.host = host
+        self.clock = clock
+        """The time rate limits and :attr:`shown` use."""
         self.port = 0
         self._runner: web.AppRunner | None = None
         self._changed = asyncio.Condition()
@@ -126,6 +149,9 @@ class FakeSlack:
         self.connections = 0
         self.history = History()
         self.users = Directory()
+        self.shown: list[Shown] = []
+        self.rates = ChannelRates(lambda: self.clock())
+        self.streams = Streams(self.history, self._next_ts, self._shown, author={"user": BOT_USER_ID, "bot_id": BOT_ID})
         self._failures: dict[str, deque[Failure]] = defaultdict(deque)
         self._sockets: list[web.WebSocketResponse] = []
         self._ts = itertools.count(1)
@@ -213,6 +239,10 @@ class FakeSlack:
             "auth.test": self._auth_test,
             "chat.postMessage": self._post_message,
             "chat.update": self._update,
+            "chat.startStream": self._stream_call(self.streams.start),
+            "chat.appendStream": self._stream_call(self.streams.append),
+            "chat.stopStream": self._stream_call(self.streams.stop),
+            "assistant.threads.setStatus": self._stream_call(self.streams.set_status),
             "apps.connections.open": self._connections_open,
             "conversations.history": self._history,
             "conversations.replies": self._replies,
@@ -229,7 +259,25 @@ class FakeSlack:
             return web.json_response(dict(failure.body), status=failure.status, headers=dict(failure.headers))
         if handler is None:
             return web.json_response({"ok": False, "error": "unknown_method"})
+        retry_after = self.rates.admit(method, str(args.get("channel") or args.get("channel_id") or ""))
+        if retry_after is not None:
+            await self._notify(lambda: None)
+            return web.json_response({"ok": False, "error": "ratelimited"}, status=429,
+                                     headers={"Retry-After": str(retry_after)})  # fmt: skip
         return web.json_response(await handler(args, token))
+
+    def _stream_call(self, call: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]) -> Handler:
+        async def handle(args: dict[str, Any], token: str | None) -> dict[str, Any]:
+            return await call(args) if token == BOT_TOKEN else {"ok": False, "error": "invalid_auth"}
+
+        return handle
+
+    def _next_ts(self) -> str:
+        return f"1800000000.{next(self._ts):06d}"
+
+    async def _shown(self, method: str, channel: str, ts: str, text: str) -> None:
+        shown = Shown(method, channel, ts, text, self.clock())
+        await self._notify(lambda: self.shown.append(shown))
 
     async def _auth_test(self, args: dict[str, Any], token: str | None) -> dict[str, Any]:
         if token != BOT_TOKEN:
@@ -244,26 +292,33 @@ class FakeSlack:
             return {"ok": False, "error": "invalid_auth"}
         if not args.get("channel"):
             return {"ok": False, "error": "channel_not_found"}
-        ts = f"1800000000.{next(self._ts):06d}"
+        ts = self._next_ts()
         metadata = args.get("metadata")  # slack_sdk posts JSON, so a dict
         post = Post(str(args["channel"]), str(args.get("text") or ""), args.get("thread_ts"), ts, args.get("mrkdwn"),
                     metadata)  # fmt: skip
-        await self._notify(lambda: self.posts.append(post))
         self.history.add(post.channel, {
             "type": "message", "text": post.text, "user": BOT_USER_ID, "bot_id": BOT_ID, "ts": ts,
             **({"thread_ts": post.thread_ts} if post.thread_ts else {}),
             **({"metadata": metadata} if metadata else {}),
         })  # fmt: skip
+        await self._notify(lambda: self.posts.append(post))
+        await self._shown("chat.postMessage", post.channel, ts, post.text)
         return {"ok": True, "channel": post.channel, "ts": ts,
                 "message": {"type": "message", "text": post.text, "user": BOT_USER_ID, "bot_id": BOT_ID, "ts": ts}}
 
     async def _update(self, args: dict[str, Any], token: str | None) -> dict[str, Any]:
         if token != BOT_TOKEN:
             return {"ok": False, "error": "invalid_auth"}
-        if not any(p.ts == args.get("ts") and p.channel == args.get("channel") for p in self.posts):
+        channel, ts, text = str(args.get("channel") or ""), str(args.get("ts") or ""), str(args.get("text") or "")
+        if not any(p.ts == ts and p.channel == channel for p in self.posts) and (channel, ts) not in self.streams.messages:
             return {"ok": False, "error": "message_not_found"}
+        if self.streams.streaming(channel, ts):
+            return {"ok": False, "error": "cant_update_message"}  # a stream is stopped before it is edited
+        self.streams.updated(channel, ts, text)
+        self.history.edit(channel, ts, text=text)
         await self._notify(lambda: self.updates.append(dict(args)))
-        return {"ok": True, "channel": args["channel"], "ts": args["ts"], "text": args.get("text")}
+        await self._shown("chat.update", channel, ts, text)
+        return {"ok": True, "channel": channel, "ts": ts, "text": text}
 
     async def _replies(self, args: dict[str, Any], token: str | None) -> dict[str, Any]:
         if token != BOT_TOKEN:
