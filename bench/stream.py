@@ -233,7 +233,8 @@ def report(result: Mapping[str, Any]) -> None:
         "than the baseline measured in this run")
     say(f"load ({result['chats_load']} chats at once): {result['edits_per_reply']:.1f} updates per reply, "
         f"{result['rate_limited']} answered 429 (telegram {result['rate_limited_telegram']}, discord "
-        f"{result['rate_limited_discord']}, slack {result['rate_limited_slack']})")
+        f"{result['rate_limited_discord']}, slack {result['rate_limited_slack']}; rate limits enforced by the "
+        f"emulators of: {result['rates_enforced']})")
     say(f"SIGKILL mid-stream over {result['chats_crash']} chats ({result['crash_chats_showing_partial_at_kill']} "
         f"showing part of the answer at the kill): duplicated {result['duplicated']}, lost {result['lost']}, "
         f"left partial {result['left_partial']}")
@@ -281,7 +282,9 @@ async def measure(quick: bool, tmp: Path) -> dict[str, Any]:
         await baseline.stop()
         await live.stop()
         await server.stop()
-    return figures(nostream, stream, loaded, crashed, quick=quick, tokens=tokens)
+    result = figures(nostream, stream, loaded, crashed, quick=quick, tokens=tokens)
+    result["rates_enforced"] = ",".join(live.rates_enforced) or "none"
+    return result
 
 
 def main(argv: Sequence[str] | None = None) -> int:

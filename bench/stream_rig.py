@@ -68,6 +68,7 @@ class Platforms:
         self.slack = FakeSlack()
         self.screen = Screen()
         self.proxies: dict[str, WatchProxy] = {}
+        self.rates_enforced: list[str] = []
 
     async def start(self) -> None:
         await self.telegram.start()
@@ -79,6 +80,18 @@ class Platforms:
             proxy = self.proxies[platform] = WatchProxy(platform, upstream)
             await proxy.start()
             self.screen.watch(proxy)
+        self.rates_enforced = self.enforce_rates()
+
+    def enforce_rates(self) -> list[str]:
+        """Turn on each emulator's published rate limits (``rates.enabled``); the platforms whose emulator has them."""
+        enforced = []
+        for platform, holders in (("telegram", [self.telegram]), ("discord", [self.discord, self.discord.world]),
+                                  ("slack", [self.slack])):  # fmt: skip
+            rates = next((h.rates for h in holders if hasattr(getattr(h, "rates", None), "enabled")), None)
+            if rates is not None:
+                rates.enabled = True
+                enforced.append(platform)
+        return enforced
 
     async def stop(self) -> None:
         for proxy in self.proxies.values():
