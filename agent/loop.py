@@ -8,7 +8,9 @@ shutdown): calls already made get a stub result so the stored conversation
 never holds a tool call without its answer.
 
 Every message the turn produces is handed to the observer as soon as it exists,
-so the gateway can persist it before anything depends on it.
+so the gateway can persist it before anything depends on it; while a model call
+streams, the observer is shown its text so far (``on_text``), the compaction's
+summary calls excepted.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from agent.errors import ContextTooLongError, ModelUnavailableError
 from agent.messages import ChatMessage, ToolCall
 from agent.providers.base import ModelRequest, ModelResponse, ToolSpec
 from agent.providers.router import ModelRouter
+from agent.providers.text_feed import TextFeed
 from agent.usage import PriceTable, Usage
 
 log = structlog.get_logger("agent.loop")
@@ -46,6 +49,13 @@ class ToolBox(Protocol):
 
 
 class TurnObserver(Protocol):
+    def on_text(self, text: str) -> None:
+        """The model is writing: ``text`` is the whole visible text of the current attempt so far
+        (the latest call wins; ``""`` withdraws an attempt that failed before a retry). Never thinking
+        or tool-call arguments. A call that ends with tool calls is followed by ``on_message`` of its
+        message; the next call's text starts afresh. Must not block; what it raises is logged, not
+        raised. An observer without this method is shown nothing."""
+
     async def on_message(self, message: ChatMessage) -> None:
         """A new assistant or tool message exists (persist it)."""
 
@@ -58,6 +68,9 @@ class TurnObserver(Protocol):
 
 
 class NullObserver:
+    def on_text(self, text: str) -> None:
+        return None
+
     async def on_message(self, message: ChatMessage) -> None:
         return None
 
@@ -140,6 +153,8 @@ class _Turn:
         self.ephemeral = ephemeral
         self.cache_ttl = cache_ttl
         self.observer = observer
+        # Observers written before streaming have no on_text: they are shown nothing.
+        self.text = TextFeed(getattr(observer, "on_text", None))
         self.result = TurnResult(reply="", history=history, outcome="answered")
         # Prompt size: the last API-reported figure plus estimates of what was added since.
         self._reported = known_prompt_tokens
@@ -174,18 +189,24 @@ class _Turn:
 
     async def _call_model(self, tools: list[ToolSpec], ephemeral: str | None, *, tools_off: bool = False) -> ModelResponse:
         await self._maybe_compact(force=False)
+        self.text.next_call()
         try:
-            response = await self.loop._router.complete(self._request(tools, ephemeral, tools_off), on_billed=self._billed)
+            response = await self._ask(tools, ephemeral, tools_off)
         except ContextTooLongError as error:
             log.warning("turn.context_too_long", error=str(error), tokens=self._prompt_tokens())
             if not await self._maybe_compact(force=True):
                 raise ModelUnavailableError(_TOO_LONG, causes=[error]) from error
             try:
-                response = await self.loop._router.complete(self._request(tools, ephemeral, tools_off), on_billed=self._billed)
+                response = await self._ask(tools, ephemeral, tools_off)
             except ContextTooLongError as again:
                 raise ModelUnavailableError(_TOO_LONG, causes=[error, again]) from again
         await self._account(response)
         return response
+
+    async def _ask(self, tools: list[ToolSpec], ephemeral: str | None, tools_off: bool) -> ModelResponse:
+        """One model call on the history as it is now, its text shown to the observer as it comes."""
+        request = self._request(tools, ephemeral, tools_off)
+        return await self.loop._router.complete(request, on_billed=self._billed, on_text=self.text)
 
     def _request(self, tools: list[ToolSpec], ephemeral: str | None, tools_off: bool) -> ModelRequest:
         return ModelRequest(

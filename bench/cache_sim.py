@@ -222,13 +222,13 @@ class PerCallTtl(Provider):
         self.compacted_ttl: Ttl | None = None
         self.compacted = False
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(self, request: ModelRequest, *, on_text: Callable[[str], None] | None = None) -> ModelResponse:
         if request.cache_ttl is not None:
             if self.compacted and self.compacted_ttl is not None:
                 request = replace(request, cache_ttl=self.compacted_ttl)
             elif self.tool_step_ttl is not None and request.messages and request.messages[-1].role == "tool":
                 request = replace(request, cache_ttl=self.tool_step_ttl)
-        return await self._inner.complete(request)
+        return await self._inner.complete(request, on_text=on_text)
 
 
 class CompactionCounter:

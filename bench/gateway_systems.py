@@ -55,7 +55,8 @@ class ZeroLatencyProvider(Provider):
     def __init__(self, sink: Tracker) -> None:
         self._sink = sink
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(self, request: ModelRequest, *, on_text: Callable[[str], None] | None = None) -> ModelResponse:
+        """The answer at once, whole; nothing is streamed (``on_text`` is never called)."""
         started = time.perf_counter()
         tags = TAG.findall(request.messages[-1].content)
         prompt = (len(request.system) + sum(len(m.content) for m in request.messages)) // 4

@@ -10,6 +10,8 @@ message's last block.
 A streamed answer counts once its stop reason arrived; a stream that ends before
 that (dropped, closed early, or broken by an event that cannot be read) is a
 failed call, retried like a 5xx, carrying the usage ``message_start`` reported.
+While it streams, the text blocks' text so far goes to ``on_text`` (thinking and
+tool-call input never do); a call that does not stream shows nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from agent.caching import visible_text
 from agent.messages import ChatMessage, ToolCall
 from agent.providers.base import ModelRequest, ModelResponse, Provider, chat_dicts
 from agent.providers.errors import READ_FAILURES, failed_call
+from agent.providers.text_feed import TextFeed, TextListener
 from agent.usage import Usage
 
 
@@ -42,28 +45,34 @@ class AnthropicProvider(Provider):
         )
         self._stream = stream
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(self, request: ModelRequest, *, on_text: TextListener | None = None) -> ModelResponse:
         params = to_anthropic(request)
         if self._stream:
-            return await self._streamed(params, request.model)
+            return await self._streamed(params, request.model, TextFeed.of(on_text))
         try:
             message = await self._client.messages.create(**params)
         except (anthropic.APIError, *READ_FAILURES) as error:
             raise failed_call(error, sdk=anthropic, provider=self.name, model=request.model, started=False) from error
         return from_anthropic(message, request.model)
 
-    async def _streamed(self, params: dict[str, Any], model: str) -> ModelResponse:
+    async def _streamed(self, params: dict[str, Any], model: str, feed: TextFeed) -> ModelResponse:
         """The streamed answer, once its end (``message_delta`` with the stop reason) has arrived.
 
         A connection lost after that loses nothing (only ``message_stop`` was still to come). Lost
         before it, cut off cleanly, or broken by an unreadable event, the call failed, and what
         ``message_start`` and any ``message_delta`` reported as used goes with the error.
+        ``feed`` hears the text so far after each text delta (every text block's, joined as
+        :func:`from_anthropic` joins them).
         """
         stream: Any = None
         failure: Exception | None = None
+        written = ""
         try:
             async with self._client.messages.stream(**params) as stream:
-                await stream.until_done()
+                async for event in stream:
+                    if event.type == "text":
+                        written += event.text
+                        feed(written)
         except (anthropic.APIError, *READ_FAILURES) as error:
             failure = error
         message = _snapshot(stream)

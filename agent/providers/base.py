@@ -2,7 +2,8 @@
 
 A :class:`ModelRequest` carries the frozen system prompt, the conversation,
 the tools and the caching decision; a :class:`ModelResponse` carries the
-assistant message and normalised usage. Providers translate both ways and map
+assistant message and normalised usage. While a streamed answer arrives, its
+text so far goes to the caller's ``on_text`` listener. Providers translate both ways and map
 their SDK's exceptions to :class:`agent.errors.ProviderError` at the boundary.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from agent.caching import Ttl, apply_cache_markers, visible_text
 from agent.messages import ChatMessage
+from agent.providers.text_feed import TextListener
 from agent.usage import Usage
 
 
@@ -63,8 +65,13 @@ class Provider(abc.ABC):
     name: str
 
     @abc.abstractmethod
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        """One model call. Raises ProviderError (or ContextTooLongError) on failure."""
+    async def complete(self, request: ModelRequest, *, on_text: TextListener | None = None) -> ModelResponse:
+        """One model call. Raises ProviderError (or ContextTooLongError) on failure.
+
+        ``on_text`` hears the answer's visible text so far (the whole of it, each time it grows) while
+        it is streamed; wrap it in :meth:`agent.providers.text_feed.TextFeed.of` so that a listener
+        that fails never breaks the call. A provider that does not stream calls it not at all.
+        """
 
     async def aclose(self) -> None:
         """Release the HTTP client."""

@@ -5,7 +5,9 @@ Streaming responses are reassembled here, tool-call argument fragments
 included; usage comes from the final chunk (``stream_options.include_usage``).
 A stream counts as answered once a ``finish_reason`` arrived: one that ends
 before that (dropped, closed early, or broken by a chunk that cannot be read)
-is a failed call, retried like a 5xx.
+is a failed call, retried like a 5xx. While it streams, the answer's text so far
+(``delta.content``, never tool-call arguments or reasoning) goes to ``on_text``;
+a call that does not stream shows nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import openai
 from agent.messages import ChatMessage, ToolCall
 from agent.providers.base import ModelRequest, ModelResponse, Provider, chat_dicts
 from agent.providers.errors import READ_FAILURES, failed_call
+from agent.providers.text_feed import TextFeed, TextListener
 from agent.usage import Usage
 
 # Models that take max_completion_tokens instead of max_tokens.
@@ -40,29 +43,30 @@ class OpenAIProvider(Provider):
         )
         self._stream = stream
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(self, request: ModelRequest, *, on_text: TextListener | None = None) -> ModelResponse:
         params = to_openai(request)
         if self._stream:
-            return await self._streamed(params, request.model)
+            return await self._streamed(params, request.model, TextFeed.of(on_text))
         try:
             completion = await self._client.chat.completions.create(**params)
         except (openai.APIError, *READ_FAILURES) as error:
             raise failed_call(error, sdk=openai, provider=self.name, model=request.model, started=False) from error
         return from_openai(completion, request.model)
 
-    async def _streamed(self, params: dict[str, Any], model: str) -> ModelResponse:
+    async def _streamed(self, params: dict[str, Any], model: str, feed: TextFeed) -> ModelResponse:
         """The streamed answer, once its end (a ``finish_reason``) has arrived.
 
         A connection lost after that loses at most the usage chunk and ``[DONE]``. Lost before it,
         cut off cleanly, or broken by an unreadable chunk, the call failed, and usage reported by
-        any chunk so far goes with the error.
+        any chunk so far goes with the error. ``feed`` hears the text so far after each chunk.
         """
         assembled = _Assembly()
         failure: Exception | None = None
         try:
             stream = await self._client.chat.completions.create(**params, stream=True, stream_options={"include_usage": True})
             async for chunk in stream:
-                assembled.add(chunk)
+                if assembled.add(chunk):
+                    feed(assembled.text)
         except (openai.APIError, *READ_FAILURES) as error:
             failure = error
         if assembled.finish_reason is not None:
@@ -136,7 +140,7 @@ class _PartialCall:
 class _Assembly:
     """Accumulates streamed chunks into one response."""
 
-    text: list[str] = field(default_factory=list)
+    text: str = ""
     calls: dict[int, _PartialCall] = field(default_factory=dict)
     finish_reason: str | None = None
     """None until the answer's end arrived."""
@@ -144,7 +148,9 @@ class _Assembly:
     model: str = ""
     started: bool = False
 
-    def add(self, chunk: Any) -> None:
+    def add(self, chunk: Any) -> bool:
+        """Take in one chunk; True when it added to the answer's text."""
+        grew = False
         self.started = True
         self.model = chunk.model or self.model
         if chunk.usage is not None:
@@ -152,7 +158,8 @@ class _Assembly:
         for choice in chunk.choices or ():
             delta = choice.delta
             if delta.content:
-                self.text.append(delta.content)
+                self.text += delta.content
+                grew = True
             for part in delta.tool_calls or ():
                 call = self.calls.setdefault(part.index, _PartialCall())
                 call.id = part.id or call.id
@@ -161,6 +168,7 @@ class _Assembly:
                     call.arguments.append(part.function.arguments or "")
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
+        return grew
 
     def response(self, model: str) -> ModelResponse:
         calls = [
@@ -168,7 +176,7 @@ class _Assembly:
             for _, c in sorted(self.calls.items())
         ]
         return ModelResponse(
-            message=ChatMessage.assistant("".join(self.text), calls),
+            message=ChatMessage.assistant(self.text, calls),
             usage=self.usage,
             stop_reason=self.finish_reason or "stop",
             model=self.model or model,

@@ -10,6 +10,10 @@ failed, :class:`ModelUnavailableError` carries a message fit to show the user.
 A failed attempt may still have been billed (a stream cut after the API had
 reported the prompt's usage): the caller's ``on_billed`` hears of each one,
 so the turn's usage and cost include it.
+
+The caller's ``on_text`` hears every attempt's text as it is written; an attempt
+that starts after one that had shown some (a retry, or the next model) first
+withdraws it (``on_text("")``), so what is shown is always one attempt's text.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from tenacity import RetryCallState, wait_exponential
 from agent.caching import CachePolicy
 from agent.errors import ContextTooLongError, ErrorKind, ModelUnavailableError, ProviderError
 from agent.providers.base import ModelRequest, ModelResponse, Provider
+from agent.providers.text_feed import TextFeed, TextListener
 from agent.usage import Usage
 
 log = structlog.get_logger("agent.model")
@@ -83,12 +88,18 @@ class ModelRouter:
     def primary(self) -> ModelTarget:
         return self.targets[0]
 
-    async def complete(self, request: ModelRequest, *, on_billed: Billed | None = None) -> ModelResponse:
-        """The first model that answers, in order; raises ContextTooLongError or ModelUnavailableError."""
+    async def complete(
+        self, request: ModelRequest, *, on_billed: Billed | None = None, on_text: TextListener | None = None
+    ) -> ModelResponse:
+        """The first model that answers, in order; raises ContextTooLongError or ModelUnavailableError.
+
+        ``on_text``: told each attempt's text so far while it streams (see the module docstring).
+        """
         failures: list[ProviderError] = []
+        feed = TextFeed.of(on_text) if on_text is not None else None
         for index, target in enumerate(self.targets):
             try:
-                return await self._with_retries(target, _for_target(request, target), on_billed)
+                return await self._with_retries(target, _for_target(request, target), on_billed, feed)
             except ContextTooLongError:
                 raise
             except ProviderError as error:
@@ -100,11 +111,15 @@ class ModelRouter:
                     log.warning("model.fallback", failed=target.model, kind=error.kind.value, next=nxt.model)
         raise ModelUnavailableError(user_message(failures[-1]), causes=failures)
 
-    async def _with_retries(self, target: ModelTarget, request: ModelRequest, on_billed: Billed | None) -> ModelResponse:
+    async def _with_retries(
+        self, target: ModelTarget, request: ModelRequest, on_billed: Billed | None, feed: TextFeed | None
+    ) -> ModelResponse:
         attempt = 1
         while True:
+            if feed is not None:
+                feed.restart()  # what an earlier attempt showed is not this one's text
             try:
-                return await target.provider.complete(request)
+                return await target.provider.complete(request, on_text=feed)
             except ProviderError as error:
                 if error.billed is not None and on_billed is not None:
                     await on_billed(target.model, error.billed)

@@ -13,7 +13,6 @@ failure counts in the turn's usage and cost.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -34,6 +33,7 @@ from agent.summarizer import ModelSummarizer
 from agent.tokens import estimate_message
 from agent.usage import PriceTable, Usage
 from tests.fakes.model_server import CutStream, MalformedEvent, ModelServer, RequestRecord, Text
+from tests.fakes.model_server.stub import StubServer, chat_chunk, message_start, send_events
 
 
 class FailingStreams:
@@ -41,52 +41,21 @@ class FailingStreams:
 
     def __init__(self) -> None:
         self.error: dict[str, Any] = {}
-        self.url = ""
-        self._runner: web.AppRunner | None = None
-
-    async def start(self) -> None:
-        app = web.Application()
-        app.router.add_post("/v1/messages", self._anthropic)
-        app.router.add_post("/v1/chat/completions", self._openai)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        host, port = site._server.sockets[0].getsockname()[:2]  # type: ignore[union-attr]
-        self.url = f"http://{host}:{port}"
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    async def _stream(self, request: web.Request, events: list[str]) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"content-type": "text/event-stream"})
-        await response.prepare(request)
-        for event in events:
-            await response.write(event.encode())
-        await response.write_eof()
-        return response
+        self.server = StubServer(anthropic=self._anthropic, openai=self._openai)
 
     async def _anthropic(self, request: web.Request) -> web.StreamResponse:
-        started = {"type": "message_start", "message": {
-            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6", "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}}}  # fmt: skip
-        failed = {"type": "error", "error": self.error}
-        return await self._stream(request, [f"event: message_start\ndata: {json.dumps(started)}\n\n",
-                                            f"event: error\ndata: {json.dumps(failed)}\n\n"])  # fmt: skip
+        return await send_events(request, [message_start("claude-sonnet-4-6"), ("error", {"type": "error", "error": self.error})])
 
     async def _openai(self, request: web.Request) -> web.StreamResponse:
-        chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-5",
-                 "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}
-        return await self._stream(request, [f"data: {json.dumps(chunk)}\n\n", f"data: {json.dumps({'error': self.error})}\n\n"])
+        started = chat_chunk("gpt-5", {"role": "assistant", "content": ""})
+        return await send_events(request, [started, (None, {"error": self.error})])
 
 
 @pytest_asyncio.fixture
 async def streams() -> AsyncIterator[FailingStreams]:
-    server = FailingStreams()
-    await server.start()
-    yield server
-    await server.stop()
+    streams = FailingStreams()
+    async with streams.server:
+        yield streams
 
 
 @pytest.mark.parametrize(
@@ -101,7 +70,7 @@ async def streams() -> AsyncIterator[FailingStreams]:
 )  # fmt: skip
 async def test_anthropic_error_event_mid_stream(streams: FailingStreams, error: dict[str, Any], kind: ErrorKind) -> None:
     streams.error = error
-    provider = AnthropicProvider(api_key="test", base_url=streams.url, stream=True, timeout=10)
+    provider = AnthropicProvider(api_key="test", base_url=streams.server.url, stream=True, timeout=10)
     request = ModelRequest(model="claude-sonnet-4-6", system="s", messages=[ChatMessage.user("hi")])
     with pytest.raises(ProviderError) as caught:
         await provider.complete(request)
@@ -119,7 +88,7 @@ async def test_anthropic_error_event_mid_stream(streams: FailingStreams, error: 
 )
 async def test_openai_compatible_error_chunk_mid_stream(streams: FailingStreams, error: dict[str, Any], kind: ErrorKind) -> None:
     streams.error = error
-    provider = OpenAIProvider(api_key="test", base_url=streams.url + "/v1", stream=True, timeout=10)
+    provider = OpenAIProvider(api_key="test", base_url=streams.server.url + "/v1", stream=True, timeout=10)
     request = ModelRequest(model="gpt-5", system="s", messages=[ChatMessage.user("hi")])
     with pytest.raises(ProviderError) as caught:
         await provider.complete(request)

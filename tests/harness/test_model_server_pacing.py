@@ -46,16 +46,29 @@ def test_words_are_the_tokens_and_join_back_into_the_text() -> None:
     assert word_pieces("   ") == ["   "] and word_pieces("") == []
 
 
+@pytest.mark.parametrize(
+    ("reply", "claude_tools", "gpt_tools"),
+    [
+        (Text(ANSWER, pace=40), {}, {}),
+        # A tool call's leading text is paced; its arguments are not.
+        (ToolCalls(ToolUse("lookup", {"query": "a fairly long query"}), text=ANSWER, pace=40), {"tools": [TOOL]}, {"tools": [OPENAI_TOOL]}),
+    ],
+)
 async def test_a_paced_text_streams_one_word_per_delta_at_its_pace(
-    model_server: ModelServer, claude: anthropic.AsyncAnthropic, gpt: openai.AsyncOpenAI
+    reply: Text | ToolCalls,
+    claude_tools: dict[str, Any],
+    gpt_tools: dict[str, Any],
+    model_server: ModelServer,
+    claude: anthropic.AsyncAnthropic,
+    gpt: openai.AsyncOpenAI,
 ) -> None:
     waits = Waits()
     model_server.sleep = waits
-    model_server.script(Text(ANSWER, pace=40), Text(ANSWER, pace=40))
-    assert await claude_texts(claude) == WORDS
+    model_server.script(reply, reply)
+    assert await claude_texts(claude, **claude_tools) == WORDS
     assert waits.seconds == [1 / 40] * (len(WORDS) - 1)  # the first word at once, then one every 1/40 s
     waits.seconds.clear()
-    assert await gpt_texts(gpt) == WORDS
+    assert await gpt_texts(gpt, **gpt_tools) == WORDS
     assert waits.seconds == [1 / 40] * (len(WORDS) - 1)
 
 
@@ -97,20 +110,6 @@ async def test_without_a_pace_the_text_streams_at_once_in_sixteen_character_piec
     assert await claude_texts(claude) == pieces
     assert await gpt_texts(gpt) == pieces
     assert waits.seconds == []
-
-
-async def test_a_tool_calls_leading_text_is_paced_and_its_calls_follow_at_once(
-    model_server: ModelServer, claude: anthropic.AsyncAnthropic, gpt: openai.AsyncOpenAI
-) -> None:
-    waits = Waits()
-    model_server.sleep = waits
-    reply = ToolCalls(ToolUse("lookup", {"query": "a fairly long query to stream in pieces"}), text=ANSWER, pace=20)
-    model_server.script(reply, reply)
-    assert await claude_texts(claude, tools=[TOOL]) == WORDS
-    assert waits.seconds == [1 / 20] * (len(WORDS) - 1)  # the call's arguments are not paced
-    waits.seconds.clear()
-    assert await gpt_texts(gpt, tools=[OPENAI_TOOL]) == WORDS
-    assert waits.seconds == [1 / 20] * (len(WORDS) - 1)
 
 
 async def test_a_paced_answer_without_streaming_comes_whole_once_written(

@@ -9,7 +9,8 @@ Script replies with ``server.script(Text("hi"), ToolUse("memory", {...}), RateLi
 (``CutStream(Text("hi"), after=3)`` drops the connection mid-stream; ``Text("...", pace=50)``
 streams the text one word per delta at about 50 words, taken as tokens, per second);
 read usage and cache figures from ``server.requests`` / ``server.last_request``.
-Token counting and cache rules are documented in ``prompt.py`` and ``cache.py``.
+Token counting and cache rules are documented in ``prompt.py`` and ``cache.py``; ``stub.py``
+serves hand-written event streams that no scripted reply produces.
 """
 
 from __future__ import annotations
