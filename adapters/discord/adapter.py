@@ -27,6 +27,8 @@ from adapters.contract import (
     Intake,
     Markup,
     OutboundMessage,
+    Rate,
+    RateLimits,
     log_rejected,
 )
 from adapters.discord import endpoints, preflight
@@ -62,8 +64,12 @@ class DiscordSettings:
 
 class DiscordAdapter(Adapter):
     platform = "discord"
-    capabilities = Capabilities(max_message_length=2000, length_unit="chars", can_edit=True,
-                                markup=Markup.DISCORD_MARKDOWN)  # fmt: skip
+    capabilities = Capabilities(
+        max_message_length=2000, length_unit="chars", can_edit=True, markup=Markup.DISCORD_MARKDOWN,
+        rates=RateLimits(per_chat=Rate(5, 5.0), overall=None, stream_interval=1.0),
+    )  # fmt: skip
+    """Discord lets a bot create or edit 5 messages per 5 seconds in one channel (a thread and a DM are channels
+    of their own); replies stream by editing one message (the default :meth:`stream_modes`)."""
     platform_hint = (
         "You are answering in Discord. Markdown renders: bold, italic, strikethrough, inline "
         "code, code blocks, lists, quotes and links. Tables do not, so use lists instead. A "

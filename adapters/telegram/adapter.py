@@ -10,7 +10,6 @@ from urllib.parse import urlsplit
 
 import structlog
 from aiogram import Bot
-from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import (
     ClientDecodeError,
@@ -29,22 +28,28 @@ from adapters.contract import (
     AdapterError,
     AdapterState,
     Capabilities,
+    ChatType,
     Intake,
     Markup,
     MenuCommand,
     OutboundMessage,
+    Rate,
+    RateLimits,
+    StreamMode,
 )
 from adapters.http_listener import ListenError, ListenerLimits
 
 from .convert import PLATFORM, BotIdentity
 from .polling import ALLOWED_UPDATES, Poller, PollingSettings
-from .sending import Sender
+from .sending import Sender, SendingSession
 from .webhook import WebhookServer
 from .webhook_watch import WebhookWatchdog
 
 log = structlog.get_logger(__name__)
 
 START_TIMEOUT = 30
+GROUP_RATE = Rate(20, 60.0)
+"""Telegram's published limit for one group (or channel): 20 messages a minute, in place of one a second."""
 
 
 class _Unreachable(AdapterError):
@@ -69,7 +74,12 @@ class TelegramSettings:
 
 class TelegramAdapter(Adapter):
     platform = PLATFORM
-    capabilities = Capabilities(max_message_length=4096, length_unit="utf16", can_edit=True, markup=Markup.TELEGRAM_HTML)
+    capabilities = Capabilities(
+        max_message_length=4096, length_unit="utf16", can_edit=True, markup=Markup.TELEGRAM_HTML,
+        rates=RateLimits(per_chat=Rate(1, 1.0), overall=Rate(30, 1.0), stream_interval=1.0),
+    )  # fmt: skip
+    """Telegram publishes about one message a second per chat, 20 a minute per group (:meth:`chat_rate`) and
+    30 a second overall; edits and drafts are counted like messages."""
     platform_hint = (
         "You are answering in Telegram. Write ordinary Markdown; the gateway converts it to "
         "Telegram's HTML. Bold, italic, strikethrough, inline code, code blocks, links and "
@@ -119,7 +129,7 @@ class TelegramAdapter(Adapter):
     def new_bot(self) -> Bot:
         """A bot client on its own connection pool (polling replaces its pool when it stalls)."""
         base = self.settings.api_base_url
-        session = AiohttpSession(api=TelegramAPIServer.from_base(base)) if base else AiohttpSession()
+        session = SendingSession(api=TelegramAPIServer.from_base(base)) if base else SendingSession()
         return Bot(self.settings.token, session=session)
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -271,6 +281,20 @@ class TelegramAdapter(Adapter):
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         await self._sending().typing(chat_id, thread_id)
+
+    def chat_rate(self, chat_id: str) -> Rate:
+        """Groups, supergroups and channels (negative ids, or an ``@channel`` name) take 20 a minute."""
+        private = chat_id.isdigit()
+        return self.capabilities.rates.per_chat if private else GROUP_RATE
+
+    def stream_modes(self, chat_type: ChatType, thread_id: str | None = None) -> tuple[StreamMode, ...]:
+        """Drafts in private chats (the Bot API has them nowhere else), editing a message everywhere."""
+        return (StreamMode.DRAFT, StreamMode.EDIT) if chat_type is ChatType.DM else (StreamMode.EDIT,)
+
+    async def send_draft(
+        self, chat_id: str, thread_id: str | None, draft_id: int, text: str, *, markup: Markup = Markup.PLAIN
+    ) -> None:
+        await self._sending().draft(chat_id, thread_id, draft_id, text, markup)
 
     def _sending(self) -> Sender:
         if self._sender is None:

@@ -1,8 +1,13 @@
-"""Sending, editing and "typing...", with Telegram's errors turned into the contract's delivery errors.
+"""Sending, editing, drafts and "typing...", with Telegram's errors turned into the contract's delivery errors.
 
 Every call is made exactly once: aiogram's session does not retry, and
 retrying (after ``retry_after``, with backoff, as plain text) is the
 gateway's decision, driven by the error class raised here.
+
+A draft (``sendMessageDraft``) the Bot API refuses for good, because the
+server predates drafts or the chat cannot have them, is
+:class:`StreamingUnsupported`: the gateway then shows the reply by editing a
+message instead. Its other failures are the usual delivery errors.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from aiogram import Bot
+from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.enums import ChatAction, ParseMode
 from aiogram.exceptions import (
     ClientDecodeError,
@@ -24,7 +30,8 @@ from aiogram.exceptions import (
     TelegramServerError,
     TelegramUnauthorizedError,
 )
-from aiogram.methods import EditMessageText, SendChatAction, SendMessage, TelegramMethod
+from aiogram.methods import EditMessageText, SendChatAction, SendMessage, SendMessageDraft, TelegramMethod
+from aiohttp import FormData
 from aiogram.types import ReplyParameters
 
 from adapters.contract import (
@@ -35,6 +42,7 @@ from adapters.contract import (
     OutboundMessage,
     RateLimited,
     RecipientUnavailable,
+    StreamingUnsupported,
     TransientDeliveryError,
     translated,
 )
@@ -45,6 +53,23 @@ SEND_TIMEOUT = 30
 """Seconds one send may take before it counts as a network failure."""
 GONE = ("chat not found", "user is deactivated", "group chat was deactivated", "message thread not found",
         "topic_closed", "topic_deleted", "not enough rights", "have no rights", "chat_write_forbidden")  # fmt: skip
+DRAFTS_REFUSED = ("textdraft_peer_invalid", "drafts are not", "draft is not", "method is available only",
+                  "forum topic mode")  # fmt: skip
+"""How a 400 to ``sendMessageDraft`` says this chat or bot cannot have drafts (``TEXTDRAFT_PEER_INVALID``: not a
+private chat), as opposed to a problem with this one draft."""
+
+
+class SendingSession(AiohttpSession):
+    """aiogram's HTTP session, except that a draft's empty text is sent.
+
+    aiogram leaves out every empty parameter, but for ``sendMessageDraft`` the empty text is the request:
+    it shows the user Telegram's "Thinking…" placeholder while the bot works (tools running)."""
+
+    def build_form_data(self, bot: Bot, method: TelegramMethod[T]) -> FormData:
+        form = super().build_form_data(bot, method)
+        if isinstance(method, SendMessageDraft) and method.text == "":
+            form.add_field("text", "")
+        return form
 
 
 class Sender:
@@ -74,6 +99,20 @@ class Sender:
         except DeliveryError as error:
             if "message is not modified" not in str(error):
                 raise
+
+    async def draft(self, chat_id: str, thread_id: str | None, draft_id: int, text: str, markup: Markup) -> None:
+        chat = chat_ref(chat_id)
+        if not isinstance(chat, int):
+            raise StreamingUnsupported(f"Telegram drafts are for private chats, not {chat_id}")
+        method = SendMessageDraft(chat_id=chat, draft_id=draft_id, text=text, parse_mode=_parse_mode(markup),
+                                  message_thread_id=_thread(thread_id))  # fmt: skip
+        try:
+            await self._call(method)
+        except DeliveryError as error:
+            refusal = draft_refusal(error.__cause__)
+            if refusal is None:
+                raise
+            raise refusal from error.__cause__
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         await self._call(
@@ -109,6 +148,20 @@ def delivery_error(error: Exception, attempt: Attempt) -> DeliveryError | None:
     if isinstance(error, TelegramNetworkError | TelegramServerError):
         return TransientDeliveryError(f"Telegram unreachable or failing: {error.message}")
     return DeliveryError(f"Telegram refused the request: {error.message}")
+
+
+def draft_refusal(error: BaseException | None) -> StreamingUnsupported | None:
+    """:class:`StreamingUnsupported` when aiogram's ``error`` to a draft says drafts cannot work here at all;
+    None for any other failure (which is then the usual delivery error)."""
+    if isinstance(error, TelegramNotFound) and "method not found" in error.message.lower():
+        return StreamingUnsupported(
+            f"this Bot API server has no sendMessageDraft ({error.message}): an older or local server; "
+            "replies are shown by editing a message instead"
+        )
+    if isinstance(error, TelegramBadRequest) and any(marker in error.message.lower() for marker in DRAFTS_REFUSED):
+        return StreamingUnsupported(f"Telegram refused a draft in this chat ({error.message}); drafts work in "
+                                    "private chats only, so replies there are shown by editing a message")  # fmt: skip
+    return None
 
 
 def _bad_request(error: TelegramBadRequest) -> DeliveryError:

@@ -13,6 +13,8 @@ import yaml
 
 from adapters.contract import AccessPolicy, Adapter, InboundMessage
 from config import load_config
+from adapters.discord import DiscordAdapter
+from adapters.discord.adapter import DiscordSettings
 from gateway.adapter_loader import load_adapter
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
@@ -106,3 +108,16 @@ class Collected:
     async def wait(self, count: int) -> list[InboundMessage]:
         await eventually(lambda: len(self.messages) >= count)
         return list(self.messages)
+
+
+@pytest_asyncio.fixture
+async def adapter(emulator: DiscordEmulator) -> AsyncIterator[DiscordAdapter]:
+    """The adapter alone (no gateway), connected to the emulator; what it receives is kept, not answered."""
+    settings = DiscordSettings(token=emulator.token, api_base_url=emulator.api_base_url,
+                               gateway_url=emulator.gateway_url)  # fmt: skip
+    running = DiscordAdapter(settings)
+    await running.start(Collected())
+    try:
+        yield running
+    finally:
+        await running.close()

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
 
 from adapters.contract import (
     DeliveryError,
@@ -18,22 +16,8 @@ from adapters.contract import (
     TransientDeliveryError,
 )
 from adapters.discord import DiscordAdapter
-from adapters.discord.adapter import DiscordSettings
-from tests.adapters.discord.conftest import ALICE, Collected, StartGateway
+from tests.adapters.discord.conftest import ALICE, StartGateway
 from tests.fakes.discord_api import DiscordEmulator
-
-
-@pytest_asyncio.fixture
-async def adapter(emulator: DiscordEmulator) -> AsyncIterator[DiscordAdapter]:
-    settings = DiscordSettings(
-        token=emulator.token, api_base_url=emulator.api_base_url, gateway_url=emulator.gateway_url
-    )
-    running = DiscordAdapter(settings)
-    await running.start(Collected())
-    try:
-        yield running
-    finally:
-        await running.close()
 
 
 def chunk(emulator: DiscordEmulator, text: str = "**hello**", **fields: object) -> OutboundMessage:

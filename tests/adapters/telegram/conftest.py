@@ -18,7 +18,8 @@ from typing import Any
 import aiohttp
 import pytest_asyncio
 
-from adapters.telegram import TelegramAdapter
+from adapters.contract import InboundMessage
+from adapters.telegram import TelegramAdapter, TelegramSettings
 from config import load_config
 from config.loader import LoadedConfig
 from config.plan import build_plan
@@ -28,7 +29,7 @@ from gateway.app import Gateway
 from gateway.runner import search_function
 from storage import Store
 from tests.fakes.model_server import ModelServer
-from tests.fakes.telegram_api import TelegramAPI, User
+from tests.fakes.telegram_api import Chat, TelegramAPI, User
 from tests.gateway.conftest import write_config
 
 ALICE = User(id=1001, first_name="Alice", username="alice")
@@ -97,3 +98,19 @@ async def start_telegram(
     yield start
     for run in started:
         await run.gateway.shutdown()
+
+
+async def _ignore(message: InboundMessage) -> None:
+    pass
+
+
+@pytest_asyncio.fixture
+async def adapter(telegram_api: TelegramAPI) -> AsyncIterator[TelegramAdapter]:
+    """The adapter alone (no gateway), connected to the emulator, with Bob's private chat known."""
+    telegram_api.add_chat(Chat.private(BOB))
+    running = TelegramAdapter(TelegramSettings(token=telegram_api.token, api_base_url=telegram_api.base_url))
+    await running.start(_ignore)
+    try:
+        yield running
+    finally:
+        await running.close()

@@ -4,8 +4,14 @@ Point the real discord.py at it (``platforms.discord.api_base_url`` =
 :attr:`DiscordEmulator.api_base_url`, ``gateway_url`` = :attr:`DiscordEmulator.gateway_url`),
 inject users' messages with :meth:`DiscordEmulator.dm` and
 :meth:`DiscordEmulator.server_message`, and read what the bot did from
-``emulator.world`` (``sent``, ``repeats``, ``edits``, ``typing``, ``rest_calls``)
-and ``emulator.gateway`` (``identifies``, ``resumes``, ``closes``).
+``emulator.world`` (``sent``, ``repeats``, ``edits`` with their times, ``typing``,
+``rest_calls``) and ``emulator.gateway`` (``identifies``, ``resumes``, ``closes``).
+
+Discord's per-channel rate limit on creates and edits (5 per 5 s, see
+:mod:`.limits`) is off unless :meth:`DiscordEmulator.enforce_rates` (or
+``DiscordEmulator(rates=True)``) turns it on: the existing tests send faster,
+and without the limit's headers discord.py does not pace itself.
+:attr:`DiscordEmulator.rate_limited` counts the 429 answers sent.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from aiohttp import web
 
 from tests.fakes.discord_api import payloads
 from tests.fakes.discord_api.gateway import MESSAGE_CONTENT_INTENT, GatewayServer
+from tests.fakes.discord_api.limits import ChannelLimits
 from tests.fakes.discord_api.rest import RestApi
 from tests.fakes.discord_api.world import Edit, Failure, SentMessage, World
 
@@ -27,8 +34,9 @@ TOKEN = "emulator-bot-token"
 
 
 class DiscordEmulator:
-    def __init__(self, token: str = TOKEN) -> None:
+    def __init__(self, token: str = TOKEN, *, rates: bool = False) -> None:
         self.world = World(token)
+        self.enforce_rates(rates)
         self.port = 0
         self.gateway: GatewayServer | None = None
         self._runner: web.AppRunner | None = None
@@ -111,6 +119,16 @@ class DiscordEmulator:
         self.world.messages[data["id"]] = data
         await self.gateway.dispatch("MESSAGE_CREATE", data)
         return data
+
+    # --- rate limits -----------------------------------------------------------------------
+    def enforce_rates(self, on: bool = True, *, grace: float = 0.2) -> None:
+        """Answer creates and edits beyond 5 per 5 s in a channel with 429, and send the limit's headers."""
+        self.world.limits = ChannelLimits(grace=grace) if on else None
+
+    @property
+    def rate_limited(self) -> int:
+        """How many 429 answers were sent (the limits' and scripted ones)."""
+        return self.world.rate_limited
 
     # --- scripted trouble -----------------------------------------------------------------
     def rate_limit_next(self, retry_after: float, *, times: int = 1) -> None:

@@ -8,6 +8,7 @@ only parses a body as JSON when the header is exactly that (aiohttp's
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from aiohttp import web
@@ -36,6 +37,7 @@ class RestApi:
 
     def add_routes(self, app: web.Application) -> None:
         app.middlewares.append(self._record_and_authorize)
+        app.middlewares.append(self._rate_limit)
         app.router.add_get(f"{API}/users/@me", self._me)
         app.router.add_get(f"{API}/oauth2/applications/@me", self._application)
         app.router.add_get(f"{API}/gateway", self._gateway)
@@ -76,6 +78,24 @@ class RestApi:
         channel_id = self.world.dm_channel_for(recipient)
         return reply(payloads.dm_channel(channel_id, self.world.user(recipient)))
 
+    @web.middleware
+    async def _rate_limit(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """Creates and edits of messages count against their channel's limit when it is enforced; every
+        such answer then carries the limit's headers, and one beyond it is a 429."""
+        limits, channel_id = self.world.limits, request.match_info.get("channel")
+        creates_or_edits = (request.method == "POST" and request.path.endswith("/messages")) or (
+            request.method == "PATCH" and "message" in request.match_info
+        )
+        if limits is None or channel_id is None or not creates_or_edits:
+            response = await handler(request)
+        else:
+            verdict = limits.take(channel_id)
+            response = await handler(request) if verdict.allowed else reply(verdict.refusal(), 429)
+            response.headers.update(verdict.headers)
+        if response.status == 429:
+            self.world.rate_limited += 1
+        return response
+
     async def _create_message(self, request: web.Request) -> web.Response:
         failure = self.world.take_failure()
         if failure is not None:
@@ -102,7 +122,8 @@ class RestApi:
             return error(403, "Cannot edit a message authored by another user", 50005)
         body = await request.json()
         stored.update(content=body.get("content", stored["content"]), edited_timestamp=payloads.now_iso())
-        await self.world.notify(lambda: self.world.edits.append(Edit(channel_id, message_id, stored["content"])))
+        edit = Edit(channel_id, message_id, stored["content"], time.monotonic())
+        await self.world.notify(lambda: self.world.edits.append(edit))
         return reply(stored)
 
     async def _typing(self, request: web.Request) -> web.Response:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tests.fakes.discord_api import payloads
+from tests.fakes.discord_api.limits import ChannelLimits
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +23,8 @@ class SentMessage:
     enforce_nonce: bool
     reference: dict[str, Any] | None
     """The ``message_reference`` the bot sent (``message_id``, ``fail_if_not_exists``, ...)."""
+    at: float = 0.0
+    """time.monotonic() when Discord created it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +32,8 @@ class Edit:
     channel_id: str
     message_id: str
     content: str
+    at: float = 0.0
+    """time.monotonic() when Discord made the edit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +67,10 @@ class World:
         """(method, path) of every REST request, in order."""
         self.failures: list[Failure] = []
         """Scripted answers for the next create-message calls."""
+        self.limits: ChannelLimits | None = None
+        """Per-channel rate limits on creates and edits, when enforced (see :mod:`.limits`)."""
+        self.rate_limited = 0
+        """How many 429 answers REST sent (the limits' and scripted ones)."""
         self.login_failures = 0
         """How many of the next ``GET /users/@me`` calls (discord.py's login) get 503."""
         self._by_nonce: dict[str, SentMessage] = {}
@@ -98,7 +108,8 @@ class World:
             self.repeats.append(first)
             return first, False
         reference = body.get("message_reference")
-        sent = SentMessage(payloads.snowflake(), channel_id, body.get("content") or "", nonce, enforce, reference)
+        sent = SentMessage(payloads.snowflake(), channel_id, body.get("content") or "", nonce, enforce, reference,
+                           time.monotonic())  # fmt: skip
         self.sent.append(sent)
         if nonce is not None and enforce:
             self._by_nonce[nonce] = sent

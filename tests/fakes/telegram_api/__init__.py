@@ -2,7 +2,9 @@
 ``python -m tests.fakes.telegram_api --port N``."""
 
 from .builders import Chat, User, text_mention
+from .flood import FloodControl
 from .html_check import ParseError, parse_html, utf16_length
+from .screen import Screen, Shown
 from .server import BotMessage, Call, TelegramAPI
 from .wire import Failure
 
@@ -11,7 +13,10 @@ __all__ = (
     "Call",
     "Chat",
     "Failure",
+    "FloodControl",
     "ParseError",
+    "Screen",
+    "Shown",
     "TelegramAPI",
     "User",
     "parse_html",

@@ -12,8 +12,8 @@ import asyncio
 from .server import TelegramAPI
 
 
-async def serve(port: int, token: str) -> None:
-    api = TelegramAPI(token=token, port=port)
+async def serve(port: int, token: str, rates: bool) -> None:
+    api = TelegramAPI(token=token, port=port, rates=rates)
     await api.start()
     print(f"fake Telegram Bot API on {api.base_url} (token {token})", flush=True)
     try:
@@ -26,9 +26,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--token", default="123456789:TEST-token")
+    parser.add_argument("--rates", action="store_true", help="answer calls beyond Telegram's published limits with 429")
     args = parser.parse_args()
     try:
-        asyncio.run(serve(args.port, args.token))
+        asyncio.run(serve(args.port, args.token, args.rates))
     except KeyboardInterrupt:
         pass
 

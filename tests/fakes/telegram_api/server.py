@@ -20,6 +20,13 @@ The test side (see :mod:`.users` for injecting user messages):
   second instance polls the same token; :meth:`TelegramAPI.stall` - hold
   ``getUpdates`` requests open without answering until :meth:`unstall`.
 * :attr:`TelegramAPI.commands` - the command menu per scope type, as ``setMyCommands`` set it.
+* Drafts (``sendMessageDraft``, private chats only): :attr:`TelegramAPI.drafts`;
+  :attr:`TelegramAPI.drafts_available` False answers 404 "method not found", as an older
+  or local Bot API server does. :attr:`TelegramAPI.screen` (see :mod:`.screen`) has every
+  message, edit and draft the user saw, with its time.
+* Flood control (see :mod:`.flood`): off unless :meth:`TelegramAPI.enforce_rates` (or
+  ``TelegramAPI(rates=True)``) turns it on; :attr:`TelegramAPI.rate_limited` counts the
+  429 answers sent, scripted ones included.
 * Webhooks and their failures: see :mod:`.webhooks`.
 """
 
@@ -37,7 +44,9 @@ from typing import Any
 from aiohttp import web
 
 from .builders import Chat, User
+from .flood import COUNTED, FloodControl
 from .html_check import ParseError, parse_html, utf16_length
+from .screen import Screen, Shown
 from .webhooks import WebhookSide
 from .wire import Failure, as_bool, as_int, as_json, error, failure, ok, read_params
 
@@ -45,6 +54,8 @@ MAX_LENGTH = 4096
 COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
 CONFLICT_POLLING = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"
 CONFLICT_WEBHOOK = "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"
+DRAFT_PEER_INVALID = "Bad Request: TEXTDRAFT_PEER_INVALID"
+"""What the Bot API answers a draft for a chat that is not a private chat."""
 NOT_MODIFIED = (
     "Bad Request: message is not modified: specified new message content and reply markup are exactly the same "
     "as a current content and reply markup of the message"
@@ -76,7 +87,9 @@ class BotMessage:
 
 
 class TelegramAPI(WebhookSide):
-    def __init__(self, token: str = "123456789:TEST-token", host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, token: str = "123456789:TEST-token", host: str = "127.0.0.1", port: int = 0, *, rates: bool = False
+    ) -> None:
         super().__init__()
         self.token = token
         self.host = host
@@ -90,6 +103,12 @@ class TelegramAPI(WebhookSide):
         self.commands: dict[str, list[tuple[str, str]]] = {}
         """Per scope type (``all_private_chats``, ``all_group_chats``, ``default``...): (command, description) pairs."""
         self.blocked: set[int] = set()
+        self.screen = Screen()
+        self.drafts_available = True
+        """False: ``sendMessageDraft`` is answered 404 "method not found", as by a Bot API server before drafts."""
+        self.rate_limited = 0
+        """How many 429 answers were sent (flood control's and scripted ones)."""
+        self.flood: FloodControl | None = FloodControl() if rates else None
         self._failures: dict[str, list[Failure]] = {}
         self._poll_generation = itertools.count(1)
         self._current_poll = 0
@@ -132,6 +151,16 @@ class TelegramAPI(WebhookSide):
         """Answer the next calls of ``method`` with these errors, one each, in order."""
         self._failures.setdefault(method, []).extend(failures)
 
+    def enforce_rates(self, on: bool = True, *, grace: float = 0.2) -> None:
+        """Answer calls beyond Telegram's published limits with 429 and ``retry_after`` (see :mod:`.flood`);
+        ``on=False`` turns it off again."""
+        self.flood = FloodControl(grace=grace) if on else None
+
+    @property
+    def drafts(self) -> list[Shown]:
+        """Every draft accepted, in order."""
+        return self.screen.drafts
+
     def stall(self) -> None:
         self._unstalled.clear()
 
@@ -166,6 +195,7 @@ class TelegramAPI(WebhookSide):
             self.changed.notify_all()
         response = await self._answer(request, method, params)
         async with self.changed:
+            self.rate_limited += response.status == 429
             self.answered.append(call)
             self.changed.notify_all()
         return response
@@ -177,8 +207,12 @@ class TelegramAPI(WebhookSide):
         if scripted:
             return failure(scripted.pop(0), request.path)
         handler = getattr(self, f"_api_{method.lower()}", None)
-        if handler is None:
+        if handler is None or (method.lower() == "sendmessagedraft" and not self.drafts_available):
             return error(404, "Not Found: method not found")
+        if self.flood is not None and method.lower() in COUNTED:
+            retry_after = self.flood.admit(as_int(params.get("chat_id")) or 0, time.monotonic())
+            if retry_after is not None:
+                return error(429, f"Too Many Requests: retry after {retry_after}", retry_after)
         return await handler(params)
 
     async def _api_getme(self, params: dict[str, Any]) -> web.Response:
@@ -255,8 +289,34 @@ class TelegramAPI(WebhookSide):
             message = BotMessage(chat.id, self.next_message_id(chat.id), text, parse_mode, visible, thread_id,
                                  reply_to, time.monotonic())  # fmt: skip
             self.sent.append(message)
+            self.screen.record(Shown(chat.id, "message", text, parse_mode, visible, message.at,
+                                     message_id=message.message_id, thread_id=thread_id))  # fmt: skip
             self.changed.notify_all()
         return ok(self._message_json(chat, message))
+
+    async def _api_sendmessagedraft(self, params: dict[str, Any]) -> web.Response:
+        chat = self.chats.get(as_int(params.get("chat_id")) or 0)
+        if chat is None:
+            return error(400, "Bad Request: chat not found")
+        if chat.type != "private":
+            return error(400, DRAFT_PEER_INVALID)
+        if chat.id in self.blocked:
+            return error(403, "Forbidden: bot was blocked by the user")
+        draft_id = as_int(params.get("draft_id"))
+        if not draft_id:
+            return error(400, "Bad Request: draft_id must be a non-zero number")
+        text, parse_mode = str(params.get("text") or ""), params.get("parse_mode") or None
+        visible, problem = _render(text, parse_mode, empty_allowed=True)
+        if problem:
+            return problem
+        thread_id = as_int(params.get("message_thread_id"))
+        if thread_id is not None and thread_id not in chat.topics:
+            return error(400, "Bad Request: message thread not found")
+        async with self.changed:
+            self.screen.record(Shown(chat.id, "draft", text, parse_mode, visible, time.monotonic(), draft_id=draft_id,
+                                     thread_id=thread_id))  # fmt: skip
+            self.changed.notify_all()
+        return ok(True)
 
     async def _api_editmessagetext(self, params: dict[str, Any]) -> web.Response:
         chat_id, message_id = as_int(params.get("chat_id")), as_int(params.get("message_id"))
@@ -272,6 +332,8 @@ class TelegramAPI(WebhookSide):
         async with self.changed:
             found.edits.append(text)
             found.text, found.parse_mode, found.visible = text, parse_mode, visible
+            self.screen.record(Shown(found.chat_id, "edit", text, parse_mode, visible, time.monotonic(),
+                                     message_id=found.message_id, thread_id=found.thread_id))  # fmt: skip
             self.changed.notify_all()
         return ok({**self._message_json(self.chats[found.chat_id], found), "edit_date": int(time.time())})
 
@@ -299,9 +361,10 @@ def _appearance(text: str, parse_mode: str | None, visible: str) -> tuple[str, s
     return visible, text if parse_mode else visible
 
 
-def _render(text: str, parse_mode: str | None) -> tuple[str, web.Response | None]:
-    """The visible text, or Telegram's error answer for bad markup, an empty or a too long text."""
-    if not text.strip():
+def _render(text: str, parse_mode: str | None, *, empty_allowed: bool = False) -> tuple[str, web.Response | None]:
+    """The visible text, or Telegram's error answer for bad markup, an empty (unless ``empty_allowed``: a
+    draft's placeholder) or a too long text."""
+    if not text.strip() and not (empty_allowed and not text):
         return "", error(400, "Bad Request: message text is empty")
     visible = text
     if parse_mode is not None:
