@@ -62,6 +62,11 @@ def _id_as_text(value: object) -> object:
 IdList = list[Annotated[str, BeforeValidator(_id_as_text)]]
 
 
+def _off_as_written(value: object) -> object:
+    """YAML reads an unquoted ``off`` as false (and ``on`` as true): take them as the words written."""
+    return {False: "off", True: "auto"}.get(value, value) if isinstance(value, bool) else value
+
+
 def _blank_to_none(value: object) -> object:
     return None if isinstance(value, str) and not value.strip() else value
 
@@ -212,6 +217,9 @@ class PlatformSection(Section):
 
     enabled: Toggle = "auto"
     """auto: on when the settings it requires are set."""
+    stream_edit_interval: Annotated[float, _between(0.2, 60.0)] | None = None
+    """Seconds at least between two updates of a reply shown while it is written (unset: the platform's own
+    pace, which keeps inside its rate limits)."""
 
     @abstractmethod
     def required(self) -> tuple[str, ...]:
@@ -442,6 +450,9 @@ class HealthConfig(Listen):
 class GatewayConfig(Section):
     drain_timeout: Annotated[float, _between(0.0, 3600.0)] = 30.0
     """On shutdown, seconds running turns may take to finish before they are stopped."""
+    streaming: Annotated[Literal["auto", "off"], BeforeValidator(_off_as_written)] = "auto"
+    """auto: a reply is shown while the model writes it, the way each platform does it best; off: it is sent
+    once written, with the tool progress message (``tool_progress``) while tools run."""
     tool_progress: bool = True
     """While a turn calls tools, show one message saying what the agent is doing, edited as it goes."""
     event_loop: Literal["auto", "uvloop", "asyncio"] = "auto"

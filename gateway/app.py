@@ -33,6 +33,7 @@ from gateway.inbound.access import AccessControl
 from gateway.commands.handlers import CommandHandlers
 from gateway.turn.conversations import Conversations
 from gateway.operations.database_health import DatabaseHealth
+from gateway.delivery.budget import ChatBudget
 from gateway.delivery.outbox import Delivery
 from gateway.delivery.policy import DeliveryPolicy
 from gateway.operations.health import HealthServer
@@ -91,6 +92,10 @@ class Gateway:
             self._by_platform,
             self.metrics,
             policy=DeliveryPolicy(keep_trying=settings.gateway.undelivered_keep_hours * 3600.0),
+            budget=ChatBudget(self._by_platform, intervals={
+                name: section.stream_edit_interval for name, section in settings.platforms.sections()
+                if section.stream_edit_interval is not None
+            }),
         )
         hints = PlatformHints(self._by_platform, settings.agent.platform_hints)
         self.conversations = Conversations(store, agent, settings.sessions, clock=clock, platform_hint=hints)

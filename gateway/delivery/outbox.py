@@ -57,7 +57,9 @@ from adapters.contract import (
     RateLimited,
     RecipientUnavailable,
 )
+from gateway.delivery.budget import ChatBudget
 from gateway.delivery.formatting import Chunk, render
+from gateway.delivery.formatting.preview import preview
 from gateway.keyed_locks import KeyedLocks
 from gateway.operations.logs import bind, short_turn_id
 from gateway.operations.metrics import Metrics
@@ -82,15 +84,19 @@ class Delivery:
         policy: DeliveryPolicy = DeliveryPolicy(),
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        budget: ChatBudget | None = None,
     ) -> None:
+        """``budget``: the rate budget every send and edit takes from (:attr:`budget`); by default one
+        of its own over ``adapters``, with the adapters' stream intervals and ``clock`` and ``sleep``."""
         self._store = store
         self._adapters = adapters
         self._metrics = metrics
         self._policy = policy
         self._sleep = sleep
-        self._clock = clock
+        self.budget = budget if budget is not None else ChatBudget(adapters, clock=clock, sleep=sleep)
+        """The one rate budget of every platform's chats: whatever else writes to a chat (a streamed
+        reply's updates) takes from it too, so all of them together stay inside the platform's rates."""
         self._chat_locks: KeyedLocks[tuple[str, str]] = KeyedLocks()
-        self._not_before: dict[tuple[str, str], float] = {}
         self._stalled: set[tuple[str, str]] = set()
         """Chats with a chunk deferred after its attempts ran out: new replies wait behind it."""
         self._resuming: set[tuple[str, str]] = set()
@@ -145,6 +151,14 @@ class Delivery:
             for i, chunk in enumerate(self._render(adapter, redactor.credentials(text)))
         ]
 
+    def preview(self, platform: str, text: str) -> Chunk:
+        """What a reply still being written (``text``, model Markdown so far) shows now on ``platform``:
+        masked, rendered safely although unfinished, cut to one message (empty: nothing to show yet).
+        Its unfinished last word is not shown, so a secret being written never shows in part."""
+        caps = self._adapters[platform].capabilities
+        return preview(redactor.credentials(text), caps.markup, max_length=caps.max_message_length,
+                       length_unit=caps.length_unit)  # fmt: skip
+
     async def deliver(self, records: Sequence[OutboxRecord]) -> list[tuple[OutboxRecord, str | None]]:
         """Send the chunks of one message, recorded in the outbox, in order; each row with its message id or None.
 
@@ -180,10 +194,14 @@ class Delivery:
                                           nonce=nonce)  # fmt: skip
                 try:
                     try:
+                        await self.budget.take(platform, chat_id)
                         await adapter.send(message)
                     except MarkupRejected:
+                        await self.budget.take(platform, chat_id)
                         await adapter.send(replace(message, text=chunk.plain or chunk.text, markup=Markup.PLAIN))
                 except AdapterError as error:
+                    if isinstance(error, RateLimited):
+                        self.budget.hold(platform, chat_id, error.retry_after)
                     log.warning("delivery.notice_failed", platform=platform, chat=chat_id, error=str(error))
                     return False
         log.info("delivery.notice_sent", platform=platform, chat=chat_id, notice=key)
@@ -326,7 +344,7 @@ class Delivery:
         maybe_sent = resumed or record.attempts > 0
         last_error = "no attempt made"
         for attempt in range(1, policy.max_attempts + 1):
-            await self._wait_budget(chat)
+            await self.budget.take(record.platform, record.chat_id)
             try:
                 if editing and record.platform_message_id is not None:
                     await adapter.edit(record.chat_id, record.platform_message_id, text, markup=markup)
@@ -346,7 +364,7 @@ class Delivery:
                 continue
             except RateLimited as error:
                 last_error = f"rate limited (retry after {error.retry_after:g} s)"
-                self._not_before[chat] = self._clock() + error.retry_after
+                self.budget.hold(record.platform, record.chat_id, error.retry_after)
                 self._metrics.delivery_retries.inc(record.platform, "rate_limited")
                 log.warning("delivery.rate_limited", platform=record.platform, chat=record.chat_id,
                             retry_after=error.retry_after, attempt=attempt)  # fmt: skip
@@ -380,15 +398,6 @@ class Delivery:
                         reason=reason, hint="the chat is tried again in the background")  # fmt: skip
             return None
         return await self._give_up(record, reason)
-
-    async def _wait_budget(self, chat: tuple[str, str]) -> None:
-        not_before = self._not_before.get(chat)
-        if not_before is None:
-            return
-        delay = not_before - self._clock()
-        if delay > 0:
-            await self._sleep(delay)
-        self._not_before.pop(chat, None)
 
     async def _backoff(self, record: OutboxRecord, attempt: int, error: DeliveryError) -> None:
         state = RetryCallState(None, None, (), {})  # type: ignore[arg-type]  # the formula reads the attempt only

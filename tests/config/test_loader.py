@@ -90,6 +90,23 @@ def test_out_of_range_value_names_path_value_and_range(tmp_path: Path) -> None:
     ]
 
 
+def test_streaming_keys_are_checked(tmp_path: Path) -> None:
+    assert problems(tmp_path, "gateway:\n  streaming: always\n"
+                              "platforms:\n  discord:\n    stream_edit_interval: 0.1\n") == [  # fmt: skip
+        "platforms.discord.stream_edit_interval: must be between 0.2 and 60, got 0.1",
+        "gateway.streaming: must be 'auto' or 'off', got 'always'",
+    ]
+    for written, meant in (("off", "off"), ("'off'", "off"), ("on", "auto"), ("auto", "auto")):  # YAML: off is false
+        loaded = load_config(write(tmp_path / "s.yaml", f"gateway:\n  streaming: {written}\n"),
+                             {"SWITCHBOARD_HOME": str(tmp_path)})  # fmt: skip
+        assert loaded.settings.gateway.streaming == meant
+    loaded = load_config(write(tmp_path / "ok.yaml", "platforms:\n  slack:\n    stream_edit_interval: 2\n"),
+                         {"SWITCHBOARD_HOME": str(tmp_path)})  # fmt: skip
+    assert loaded.settings.platforms.slack.stream_edit_interval == 2.0
+    assert loaded.settings.platforms.telegram.stream_edit_interval is None
+    assert loaded.settings.gateway.streaming == "auto"
+
+
 def test_unknown_key_suggests_the_close_one(tmp_path: Path) -> None:
     assert problems(tmp_path, "compression:\n  treshold: 0.4\n") == [
         "compression.treshold: unknown key (did you mean 'threshold'?)"

@@ -23,7 +23,13 @@ from adapters.contract import (
     Markup,
     MarkupRejected,
     OutboundMessage,
+    Rate,
+    RateLimits,
 )
+
+
+UNHURRIED = RateLimits(per_chat=Rate(1000, 1.0))
+"""Rates no test reaches, for the test adapters: tests of the rate budget give theirs the rates they test."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +41,8 @@ class Edit:
 
 class LoopbackAdapter(Adapter):
     platform = "loopback"
-    capabilities = Capabilities(max_message_length=4096, length_unit="chars", can_edit=True, markup=Markup.PLAIN)
+    capabilities = Capabilities(max_message_length=4096, length_unit="chars", can_edit=True, markup=Markup.PLAIN,
+                                rates=UNHURRIED)  # fmt: skip
 
     def __init__(self) -> None:
         super().__init__()
@@ -129,7 +136,7 @@ class TelegramHtmlLoopbackAdapter(LoopbackAdapter):
     refuse formatted chunks the way the Bot API refuses HTML it cannot parse."""
 
     capabilities = Capabilities(
-        max_message_length=4096, length_unit="utf16", can_edit=True, markup=Markup.TELEGRAM_HTML
+        max_message_length=4096, length_unit="utf16", can_edit=True, markup=Markup.TELEGRAM_HTML, rates=UNHURRIED
     )
 
 

@@ -31,6 +31,7 @@ from adapters.contract import (
     RateLimited,
     TransientDeliveryError,
 )
+from tests.fakes.adapter import UNHURRIED
 
 log = structlog.get_logger("adapters.relay")
 
@@ -41,7 +42,8 @@ class RelayAdapter(Adapter):
     """Long-polls ``GET /updates`` and sends with ``POST /send`` on the relay platform at ``base_url``."""
 
     platform = "relay"
-    capabilities = Capabilities(max_message_length=4096, length_unit="chars", can_edit=False, markup=Markup.PLAIN)
+    capabilities = Capabilities(max_message_length=4096, length_unit="chars", can_edit=False, markup=Markup.PLAIN,
+                                rates=UNHURRIED)  # fmt: skip
 
     def __init__(self, base_url: str, *, poll_timeout: float = 1.0, retry_delay: float = 0.2) -> None:
         super().__init__()

@@ -12,7 +12,8 @@ from adapters.contract import Capabilities, DeliveryError, Markup, MarkupRejecte
 from gateway.delivery.outbox import Delivery
 from gateway.operations.metrics import Metrics
 from storage import OutboxRecord, Store
-from tests.fakes.adapter import LoopbackAdapter
+from tests.fakes.adapter import UNHURRIED, LoopbackAdapter
+from tests.fakes.clock import FakeTime
 
 
 class Crash(Exception):
@@ -40,7 +41,8 @@ class EditingAdapter(LoopbackAdapter):
 
 
 class SmallHtmlAdapter(EditingAdapter):
-    capabilities = Capabilities(max_message_length=40, length_unit="chars", can_edit=True, markup=Markup.TELEGRAM_HTML)
+    capabilities = Capabilities(max_message_length=40, length_unit="chars", can_edit=True, markup=Markup.TELEGRAM_HTML,
+                                rates=UNHURRIED)  # fmt: skip
 
 
 @pytest_asyncio.fixture
@@ -120,16 +122,12 @@ async def test_rejected_markup_on_edit_falls_back_to_plain_text(store: Store) ->
 
 async def test_rate_limited_edit_waits_as_asked_then_edits(store: Store) -> None:
     adapter = EditingAdapter()
-    waits: list[float] = []
-
-    async def sleep(seconds: float) -> None:
-        waits.append(seconds)
-
-    delivery = delivery_for(store, adapter, sleep=sleep)
+    time = FakeTime()
+    delivery = Delivery(store, {adapter.platform: adapter}, Metrics(), sleep=time.sleep, clock=time)
     row = await sent_row(delivery)
     adapter.edit_failures.append(RateLimited(7.0))
     assert await delivery.edit_text(row, "after the wait") == ["m1"]
-    assert len(waits) == 1 and 6.0 < waits[0] <= 7.0
+    assert time.pauses == [7.0]
     assert [e.text for e in adapter.edits] == ["after the wait"]
 
 

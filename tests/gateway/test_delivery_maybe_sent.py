@@ -13,6 +13,7 @@ from gateway.delivery.policy import DeliveryPolicy
 from gateway.operations.metrics import Metrics
 from storage import Store
 from tests.fakes.adapter import LoopbackAdapter
+from tests.fakes.clock import FakeTime
 
 
 class RecordingAdapter(LoopbackAdapter):
@@ -114,15 +115,11 @@ async def test_a_chunk_failing_past_its_attempts_for_too_long_is_given_up_with_t
 
 async def test_a_long_rate_limit_is_not_waited_out_by_the_sender(store: Store) -> None:
     adapter = RecordingAdapter(RateLimited(3600))
-    pauses: list[float] = []
-
-    async def sleep(seconds: float) -> None:
-        pauses.append(seconds)
-
-    delivery = Delivery(store, {adapter.platform: adapter}, Metrics(), sleep=sleep, clock=lambda: 1000.0)
+    time = FakeTime()
+    delivery = Delivery(store, {adapter.platform: adapter}, Metrics(), sleep=time.sleep, clock=time)
     assert await delivery.send_text(turn_id="t1", platform="loopback", chat_id="c1", text="hello") == []
-    assert pauses == []  # the turn is not held for an hour
+    assert time.pauses == []  # the turn is not held for an hour
     (row,) = await store.outbox_pending()
     assert row.last_error == "still failing after 1 attempt: rate limited (retry after 3600 s)"
     assert await delivery.retry_stalled() == 1  # the later retry honours the wait, then sends
-    assert pauses == [3600.0] and adapter.texts() == ["hello"]
+    assert time.pauses == [3600.0] and adapter.texts() == ["hello"]

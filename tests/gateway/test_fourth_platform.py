@@ -36,6 +36,7 @@ from gateway.agent_factory import build_agent
 from gateway.app import Gateway
 from gateway.runner import search_function
 from storage import Store
+from tests.fakes.adapter import UNHURRIED
 from tests.fakes.model_server import ModelServer, Text
 from tests.gateway.conftest import settled, write_config
 from tests.waiting import eventually
@@ -69,7 +70,8 @@ class EchoAdapter(Adapter):
     """A whole platform in a few lines: messages are handed in by the test, replies collected."""
 
     platform = "echo"
-    capabilities = Capabilities(max_message_length=120, length_unit="chars", can_edit=False, markup=Markup.PLAIN)
+    capabilities = Capabilities(max_message_length=120, length_unit="chars", can_edit=False, markup=Markup.PLAIN,
+                                rates=UNHURRIED)  # fmt: skip
     platform_hint = HINT
     chats_setting = "allowed_rooms"
 

@@ -7,14 +7,15 @@ import pytest
 import gateway.delivery.progress
 from adapters.contract import Capabilities, Markup
 from storage import Store
-from tests.fakes.adapter import LoopbackAdapter
+from tests.fakes.adapter import UNHURRIED, LoopbackAdapter
 from tests.fakes.model_server import ModelServer, Text, ToolCalls, ToolUse
 from tests.gateway.conftest import GatewayFactory, delivered, handled
 from tests.waiting import eventually
 
 
 class NoEditAdapter(LoopbackAdapter):
-    capabilities = Capabilities(max_message_length=4096, length_unit="chars", can_edit=False, markup=Markup.PLAIN)
+    capabilities = Capabilities(max_message_length=4096, length_unit="chars", can_edit=False, markup=Markup.PLAIN,
+                                rates=UNHURRIED)  # fmt: skip
 
 
 @pytest.fixture(autouse=True)

@@ -88,6 +88,20 @@ def parse_inline(source: str) -> tuple[Line, ...]:
     return tuple(tidy(line) for line in lines)
 
 
+def closers(source: str) -> str:
+    """What closes the inline formatting still open at the end of ``source`` (the unfinished last line
+    of a reply being written): a code span's backticks, then the emphasis, strikethrough and spoiler
+    runs that could still be closed, innermost first. Empty when nothing is open."""
+    scanner = _Scanner(source)
+    nodes = scanner.run()
+    code = scanner.open_code
+    if code:
+        nodes = _Scanner(source + code).run()
+    _match_emphasis(nodes)
+    runs = [node.char * node.count for node in nodes if isinstance(node, _Delim) and node.can_open and node.count]
+    return code + "".join(reversed(runs))
+
+
 @lru_cache(maxsize=4096)
 def _is_punct(char: str) -> bool:
     return unicodedata.category(char)[0] in "PS" or unicodedata.east_asian_width(char) in ("W", "F")
@@ -110,6 +124,8 @@ class _Scanner:
     nodes: list[_Node] = field(default_factory=list)
     buf: list[str] = field(default_factory=list)
     brackets: list[int] = field(default_factory=list)
+    open_code: str = ""
+    """The backticks of the first code span left open (no closing run): what would close it."""
 
     def run(self) -> list[_Node]:
         src, n = self.src, len(self.src)
@@ -166,6 +182,7 @@ class _Scanner:
         closer = re.compile(rf"(?<!`)`{{{length}}}(?!`)")
         found = closer.search(self.src, start)
         if found is None:
+            self.open_code = self.open_code or "`" * length
             self.buf.append("`" * length)
             self.pos = start
             return True

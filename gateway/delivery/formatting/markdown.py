@@ -47,6 +47,20 @@ def parse(text: str) -> tuple[Block, ...]:
     return tuple(_parse_blocks(text.split("\n"), 0))
 
 
+def open_fence(text: str) -> int | None:
+    """The line (0-based) of the code fence still open at the end of ``text``, or None: for a reply still
+    being written, whose end may be inside a code block (fences inside quotes are not looked at)."""
+    opened: tuple[int, re.Pattern[str]] | None = None
+    for number, line in enumerate(text.replace("\r\n", "\n").split("\n")):
+        if opened is not None:
+            if opened[1].match(line):
+                opened = None
+        elif (fence := _opens_fence(line)) is not None:
+            marker = fence.group(2)
+            opened = number, re.compile(rf"^[ \t]*{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$")
+    return opened[0] if opened else None
+
+
 def _width(indent: str) -> int:
     return sum(4 if char == "\t" else 1 for char in indent)
 
