@@ -12,7 +12,8 @@ are Telegram private chats (drafts), Telegram groups (send then edit), Discord D
 edit) and Slack @mentions answered in their thread (the native stream).
 
 Two gateways, each on a fresh home with emulators of its own, are started together (a start is
-mostly imports), then measured one after the other, each wave of chats asking at once:
+mostly imports) and warmed up with a one-word answer in one chat of each kind, then measured
+one after the other, each wave of chats asking at once:
 
 1. ``nostream`` (the first gateway, ``gateway.streaming: off``): FIRST_PER_KIND chats of each
    kind (10; ``--quick`` 3). ``first_visible_ms_p50_nostream``: from the user's message
@@ -56,7 +57,7 @@ from typing import Any
 from bench.common import CpuSteal, emit, parse_args, percentile, say
 from bench.crash import Gateway
 from bench.stream_answers import Verdict, answer_text, judge
-from bench.stream_rig import KINDS, BenchChat, Platforms, streaming_configurable
+from bench.stream_rig import KINDS, WARM_UP, BenchChat, Platforms, streaming_configurable
 from tests.fakes.model_server import ModelServer, Text
 
 TOKENS, QUICK_TOKENS = 800, 150
@@ -101,11 +102,16 @@ class Bench:
         self.reply_s = reply_s
 
     async def start(self, platforms: Platforms, name: str, *, streaming: str) -> tuple[Gateway, Path, Path]:
-        """The emulators, then a gateway on a fresh home; (gateway, home, config)."""
+        """The emulators, then a gateway on a fresh home, warmed up by one short answer per chat kind;
+        (gateway, home, config)."""
         await platforms.start()
         home = self.tmp / name
         config = platforms.write_config(home, self.server, streaming=streaming, max_turns=MAX_TURNS)
-        return await platforms.launch(home, config), home, config
+        gateway = await platforms.launch(home, config)
+        warm_up = platforms.chats(dict.fromkeys(KINDS, 1), warm_up=True)
+        await asyncio.gather(*(platforms.ask(chat) for chat in warm_up))
+        await self.wait_answered(platforms, gateway, warm_up, words=1)
+        return gateway, home, config
 
     async def wave(self, platforms: Platforms, gateway: Gateway, counts: Mapping[str, int]) -> Run:
         """New chats ask at once; their figures once every one shows the answer (or nothing more comes)."""
@@ -143,12 +149,13 @@ class Bench:
                 raise RuntimeError("benchmark broken: the questions did not all reach the model")
             await asyncio.sleep(0.02)
 
-    async def wait_answered(self, platforms: Platforms, gateway: Gateway, chats: Sequence[BenchChat]) -> None:
+    async def wait_answered(self, platforms: Platforms, gateway: Gateway, chats: Sequence[BenchChat],
+                            words: int | None = None) -> None:  # fmt: skip
         """Until every chat shows the whole answer, or nothing changed for longer than an answer takes to write."""
         quiet_s = FIRST_TOKEN_S + self.reply_s + QUIET_MARGIN_S
         deadline = time.perf_counter() + HANG_GUARD_S
         last_change = time.perf_counter()
-        while any(judge(self.shown(platforms, c), self.words).lost for c in chats):
+        while any(judge(self.shown(platforms, c), words or self.words).lost for c in chats):
             gateway.alive("the answers")
             now = time.perf_counter()
             if now - last_change > quiet_s or now > deadline:
@@ -251,7 +258,7 @@ async def measure(quick: bool, tmp: Path) -> dict[str, Any]:
     server = ModelServer()
     await server.start()
     server.latency = FIRST_TOKEN_S
-    server.responder = lambda record: Text(text, pace=PACE)
+    server.responder = lambda record: Text(answer_text(1) if WARM_UP in record.last_user_text else text, pace=PACE)
     bench = Bench(tmp, server, tokens, tokens / PACE)
     first = QUICK_FIRST_PER_KIND if quick else FIRST_PER_KIND
     load = QUICK_LOAD_PER_PLATFORM if quick else LOAD_PER_PLATFORM

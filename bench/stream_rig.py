@@ -32,6 +32,7 @@ from tests.fakes.telegram_api import Chat, TelegramAPI, User
 KINDS = ("telegram", "telegram_group", "discord", "slack")
 PLATFORM = {"telegram": "telegram", "telegram_group": "telegram", "discord": "discord", "slack": "slack"}
 HANG_GUARD_S = 120.0
+WARM_UP = "warm up, say one word"
 NUMBERS = itertools.count(1)
 """Chat numbers, unique over the whole run: the model tells chats apart by the number in the question."""
 
@@ -44,6 +45,8 @@ class BenchChat:
     """The chat as the :class:`Screen` names it: ``platform:chat id``."""
     asked_at: float | None = None
     """perf_counter() just before the user's message was handed to the emulator."""
+    warm_up: bool = False
+    """A chat that only wakes the gateway up (its first turn imports and caches what later turns reuse)."""
 
     @property
     def platform(self) -> str:
@@ -51,7 +54,7 @@ class BenchChat:
 
     @property
     def question(self) -> str:
-        return f"q{self.number:04d} please explain it all, at length"
+        return f"q{self.number:04d} {WARM_UP if self.warm_up else 'please explain it all, at length'}"
 
 
 def streaming_configurable() -> bool:
@@ -83,14 +86,16 @@ class Platforms:
         self.rates_enforced = self.enforce_rates()
 
     def enforce_rates(self) -> list[str]:
-        """Turn on each emulator's published rate limits (``rates.enabled``); the platforms whose emulator has them."""
+        """Turn on each emulator's published rate limits; the platforms whose emulator has them."""
         enforced = []
-        for platform, holders in (("telegram", [self.telegram]), ("discord", [self.discord, self.discord.world]),
-                                  ("slack", [self.slack])):  # fmt: skip
-            rates = next((h.rates for h in holders if hasattr(getattr(h, "rates", None), "enabled")), None)
-            if rates is not None:
-                rates.enabled = True
-                enforced.append(platform)
+        for platform, emulator in (("telegram", self.telegram), ("discord", self.discord), ("slack", self.slack)):
+            if hasattr(emulator, "enforce_rates"):  # Telegram's and Discord's, with their default grace
+                emulator.enforce_rates()
+            elif hasattr(getattr(emulator, "rates", None), "enabled"):  # Slack's
+                emulator.rates.enabled = True
+            else:
+                continue
+            enforced.append(platform)
         return enforced
 
     async def stop(self) -> None:
@@ -153,11 +158,13 @@ class Platforms:
 
     # -- the users --------------------------------------------------------------------------------
 
-    def chats(self, counts: Mapping[str, int]) -> list[BenchChat]:
+    def chats(self, counts: Mapping[str, int], *, warm_up: bool = False) -> list[BenchChat]:
         """New chats, ``counts[kind]`` of each kind, interleaved (one of each kind, then the next)."""
         made = []
         for round_ in range(max(counts.values(), default=0)):
             made += [self._chat(kind, next(NUMBERS)) for kind in KINDS if counts.get(kind, 0) > round_]
+        for chat in made:
+            chat.warm_up = warm_up
         return made
 
     def _chat(self, kind: str, number: int) -> BenchChat:
