@@ -19,7 +19,8 @@ one after the other, each wave of chats asking at once:
    kind (10; ``--quick`` 3). ``first_visible_ms_p50_nostream``: from the user's message
    entering the emulator to the first reply text visible in that chat (the baseline, measured first).
 2. ``stream`` (the second gateway, ``gateway.streaming: auto``, also for the waves below): as
-   many new chats: ``first_visible_ms_p50`` / ``_p99``, also per chat kind (``_telegram``, ``_telegram_group``, ``_discord``, ``_slack``). "Visible"
+   many new chats: ``first_visible_ms_p50`` / ``_p99``, also per chat kind (``_telegram``,
+   ``_telegram_group``, ``_discord``, ``_slack``). "Visible"
    is the first accepted call that put reply text on the user's screen: a message sent, a
    Telegram draft with text, a Slack stream started or appended with text.
 3. ``load``: LOAD_PER_PLATFORM new chats per platform (50: Telegram 25 private + 25 groups,
@@ -89,6 +90,10 @@ class Run:
 
     def first(self, kind: str | None = None) -> list[float]:
         return [self.first_ms[c.key] for c in self.chats if c.key in self.first_ms and kind in (None, c.kind)]
+
+    def lost(self) -> int:
+        """Chats that show no whole answer."""
+        return sum(v.lost for v in self.verdicts.values())
 
     def kinds(self) -> list[str]:
         return [k for k in KINDS if any(c.kind == k for c in self.chats)]
@@ -201,9 +206,9 @@ def figures(nostream: Run, stream: Run, load: Run, crash: Run, *, quick: bool, t
     for platform in ("telegram", "discord", "slack"):
         result[f"rate_limited_{platform}"] = load.rate_limited.get(platform, 0)
     result["rate_limited_other_phases"] = sum(sum(r.rate_limited.values()) for r in (nostream, stream, crash))
-    result["unanswered_nostream_stream_load"] = sum(v.lost for r in (nostream, stream, load) for v in r.verdicts.values())
+    result["unanswered_nostream_stream_load"] = sum(r.lost() for r in (nostream, stream, load))
     result["duplicated"] = sum(v.duplicated for v in crash.verdicts.values())
-    result["lost"] = sum(v.lost for v in crash.verdicts.values())
+    result["lost"] = crash.lost()
     result["left_partial"] = sum(v.partial_messages for v in crash.verdicts.values())
     result["crash_chats_showing_partial_at_kill"] = crash.partial_at_kill
     result.update({
@@ -213,6 +218,12 @@ def figures(nostream: Run, stream: Run, load: Run, crash: Run, *, quick: bool, t
         "quick": quick,
     })  # fmt: skip
     return result
+
+
+def progress(began: float, name: str, run: Run) -> None:
+    say(f"[{time.perf_counter() - began:5.1f} s] {name}: {len(run.chats)} chats, first visible p50 "
+        f"{percentile(run.first(), 50):,.0f} ms, {sum(run.rate_limited.values())} answered 429, "
+        f"{run.lost()} without the whole answer")
 
 
 def verdicts(result: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
@@ -233,8 +244,9 @@ def report(result: Mapping[str, Any]) -> None:
         f"off {result['first_visible_ms_p50_nostream']:>8,.0f} / {result['first_visible_ms_p99_nostream']:>8,.0f}")
     for kind in KINDS:
         if f"first_visible_ms_p50_{kind}" in result:
-            say(f"  {kind:<15} {result[f'first_visible_ms_p50_{kind}']:>8,.0f} / "
-                f"{result[f'first_visible_ms_p99_{kind}']:>8,.0f}   off {result[f'first_visible_ms_p50_nostream_{kind}']:>8,.0f}")
+            p50, p99 = result[f"first_visible_ms_p50_{kind}"], result[f"first_visible_ms_p99_{kind}"]
+            off = result[f"first_visible_ms_p50_nostream_{kind}"]
+            say(f"  {kind:<15} {p50:>8,.0f} / {p99:>8,.0f}   off {off:>8,.0f}")
     gain = result["first_visible_ms_p50_nostream"] - result["first_visible_ms_p50"]
     say(f"  streaming shows the first text {abs(gain):,.0f} ms {'sooner' if gain >= 0 else 'later'} at p50 "
         "than the baseline measured in this run")
@@ -274,15 +286,15 @@ async def measure(quick: bool, tmp: Path) -> dict[str, Any]:
             nostream = await bench.wave(baseline, off, dict.fromkeys(KINDS, first))
         finally:
             await off.terminate()
-        say(f"[{time.perf_counter() - began:5.1f} s] nostream: {len(nostream.chats)} chats, first visible p50 {percentile(nostream.first(), 50):,.0f} ms")
+        progress(began, "nostream", nostream)
         try:
             stream = await bench.wave(live, on, dict.fromkeys(KINDS, first))
-            say(f"[{time.perf_counter() - began:5.1f} s] stream: {len(stream.chats)} chats, first visible p50 {percentile(stream.first(), 50):,.0f} ms")
+            progress(began, "stream", stream)
             counts = {"telegram": load // 2, "telegram_group": load - load // 2, "discord": load, "slack": load}
             loaded = await bench.wave(live, on, counts)
-            say(f"[{time.perf_counter() - began:5.1f} s] load: {len(loaded.chats)} chats, {sum(loaded.rate_limited.values())} answered 429")
+            progress(began, "load", loaded)
             crashed, on = await bench.crash_wave(live, on, home, config, dict.fromkeys(KINDS, crash))
-            say(f"[{time.perf_counter() - began:5.1f} s] crash: {len(crashed.chats)} chats, {sum(v.lost for v in crashed.verdicts.values())} lost")
+            progress(began, "crash", crashed)
         finally:
             await on.terminate()
     finally:

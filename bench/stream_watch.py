@@ -84,7 +84,8 @@ class WatchProxy:
         body = await request.read()
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         url = self.upstream + str(request.rel_url)
-        async with self._session.request(request.method, url, headers=headers, data=body, allow_redirects=False) as upstream:
+        forwarded = self._session.request(request.method, url, headers=headers, data=body, allow_redirects=False)
+        async with forwarded as upstream:
             payload = await upstream.read()
             answered = time.perf_counter()
             response = web.Response(body=payload, status=upstream.status)
