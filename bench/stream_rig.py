@@ -192,4 +192,17 @@ class Platforms:
         else:
             payload = mention(chat.key.split(":", 1)[1], f"U0USER{chat.number:04d}", f"<@U0BOT> {chat.question}")
             self.slack.record(payload)
-            await self.slack.push_event(payload)
+            await self._push_slack(chat, payload)
+
+    async def _push_slack(self, chat: BenchChat, payload: dict[str, Any]) -> None:
+        """Send the event once the app has a Socket Mode connection open (slack_sdk reconnects now and then)."""
+        deadline = time.perf_counter() + HANG_GUARD_S
+        while True:
+            chat.asked_at = time.perf_counter()
+            try:
+                await self.slack.push_event(payload)
+                return
+            except RuntimeError:  # no connection open this moment
+                if time.perf_counter() > deadline:
+                    raise
+                await asyncio.sleep(0.05)
