@@ -36,6 +36,7 @@ from gateway.operations.database_health import DatabaseHealth
 from gateway.delivery.budget import ChatBudget
 from gateway.delivery.outbox import Delivery
 from gateway.delivery.policy import DeliveryPolicy
+from gateway.delivery.streaming import close_orphaned_streams
 from gateway.operations.health import HealthServer
 from gateway.inbound.ledger import InboundLedger, Outcome
 from gateway.inbound.intake import Intake
@@ -112,6 +113,7 @@ class Gateway:
             group_per_user=settings.sessions.group_per_user,
             slots=AgentSlots(settings.sessions.max_concurrent_turns, on_wait=self.metrics.lane_wait.observe),
             tool_progress=settings.gateway.tool_progress,
+            streaming=settings.gateway.streaming != "off",
         )
         self.database = DatabaseHealth(loaded.db_path)
         retry_policy = TurnRetryPolicy(notice_after=settings.gateway.database_retry_notice_after,
@@ -168,6 +170,10 @@ class Gateway:
         for adapter in self._adapters:
             if await self._start_adapter(adapter):
                 running += 1
+        # Streamed messages a crash left whose turn will not run again end with the interrupted mark
+        # (their turns that do run again take their messages over): pending edits, sent just below.
+        await close_orphaned_streams(self._store, self._by_platform,
+                                     {(r.platform, r.event_id) for r in unfinished})  # fmt: skip
         # Old chunks go out in the background, each chat on its own (a platform that is down holds
         # up nobody else); every chat's lock is held first, so a new reply queues behind them.
         await self.delivery.resume(spawn=self._tasks.spawn)

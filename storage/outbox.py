@@ -11,6 +11,12 @@ An edit rewrites a delivered row in place: :func:`edit` stores the new text
 and puts the row back to ``pending`` while it keeps its
 ``platform_message_id``. Such a row reads as "edit pending": the sender edits
 that message instead of sending a new one, then marks the row sent again.
+
+A reply shown while it is written is a ``live`` row (``storage/outbox_live.py``): only its stream
+writes to it, and nothing here sends it. When the turn ends, :func:`add_all` makes the live row
+at a reply chunk's place that chunk: its text becomes the chunk's, it goes to ``pending`` and
+keeps its ``platform_message_id``, so delivery edits the streamed message to the final text
+instead of sending the reply again.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ __all__ = ["Reply", "add_all", "edit", "get", "mark_failed", "mark_sent_all", "p
 
 _COLUMNS: Final = (
     "id, turn_id, platform, chat_id, thread_id, chunk_index, text, plain, markup, reply_to, status, "
-    "platform_message_id, attempts, created_at, updated_at, last_error"
+    "platform_message_id, attempts, created_at, updated_at, last_error, stream"
 )
 
 
@@ -69,6 +75,9 @@ def add_all(conn: sqlite3.Connection, items: Sequence[Reply], now: float) -> lis
         mark_done_all(conn, answered, now)
     payload = json_rows(rows)
     by_key: dict[tuple[str, int], OutboxRecord] | None = None
+    # A streamed message becomes its chunk first: its row then conflicts with the insert below
+    # (so the fast path, which counts inserted rows, reads the rows back).
+    _adopt_live(conn, rows, payload, now)
     if payload is None:
         conn.executemany(
             f"""INSERT INTO outbox ({_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -95,6 +104,30 @@ def add_all(conn: sqlite3.Connection, items: Sequence[Reply], now: float) -> lis
     if by_key is None:
         by_key = _queued_rows(conn, keys) if rows else {}
     return [[by_key[(turn_id, index)] for index in range(count)] for turn_id, count in keys]
+
+
+_ADOPT_SET: Final = (
+    "text = {0}5, plain = {0}6, markup = {0}7, reply_to = {0}8, status = 'pending', last_error = NULL, updated_at = ?1"
+)
+
+
+def _adopt_live(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], payload: str | None, now: float) -> None:
+    """Every live row at the place of one of ``rows`` becomes that chunk, pending, its message id kept."""
+    if not rows:
+        return
+    if payload is None:  # a NUL in a value: one statement per row, with bound parameters
+        conn.executemany(
+            f"""UPDATE outbox SET {_ADOPT_SET.format("?")} WHERE turn_id = ?2 AND chunk_index = ?3 AND status = 'live'""",
+            [(now, turn_id, index, None, text, plain, markup, reply_to)
+             for turn_id, _, _, _, index, text, plain, markup, reply_to in rows],
+        )  # fmt: skip
+        return
+    conn.execute(
+        f"""UPDATE outbox SET {_ADOPT_SET.format("j.value->>")}
+            FROM json_each(?2) AS j
+            WHERE outbox.status = 'live' AND outbox.turn_id = j.value->>0 AND outbox.chunk_index = j.value->>4""",
+        (now, payload),
+    )
 
 
 def _queued_rows(conn: sqlite3.Connection, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], OutboxRecord]:
@@ -133,7 +166,7 @@ def edit(
     """
     cursor = conn.execute(
         """UPDATE outbox SET text = ?, plain = ?, markup = ?, status = 'pending', last_error = NULL, updated_at = ?
-           WHERE id = ? AND platform_message_id IS NOT NULL""",
+           WHERE id = ? AND platform_message_id IS NOT NULL AND status != 'live'""",
         (text, plain, markup, now, outbox_id),
     )
     if cursor.rowcount != 1:
@@ -197,5 +230,7 @@ async def get(conn: aiosqlite.Connection, outbox_id: int) -> OutboxRecord | None
 
 
 def prune(conn: sqlite3.Connection, *, older_than: float) -> int:
-    cursor = conn.execute("DELETE FROM outbox WHERE status != 'pending' AND updated_at < ?", (older_than,))
+    cursor = conn.execute(
+        "DELETE FROM outbox WHERE status != 'pending' AND status != 'live' AND updated_at < ?", (older_than,)
+    )
     return cursor.rowcount

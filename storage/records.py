@@ -268,6 +268,17 @@ class OutboxRecord:
     created_at: float
     updated_at: float
     last_error: str | None
+    stream: str | None = None
+    """How the message was shown while it was written (``'edit'``, ``'native'``), for a streamed reply."""
+
+    @property
+    def live(self) -> bool:
+        """A message shown while it is written: only its stream writes to it, delivery leaves it alone."""
+        return self.status == LIVE
+
+
+LIVE = "live"
+"""The outbox status of a reply's message while it is streamed (see ``storage/outbox.py``)."""
 
 
 @dataclass(frozen=True, slots=True)

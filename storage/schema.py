@@ -327,6 +327,45 @@ _V7_READABLE_CALLS: Final = (
     "UPDATE search_progress SET words_through = 0 WHERE singleton = 1",
 )
 
+# Version 8: a reply shown while it is written (issue 27) is in the outbox from its first send, as a
+# ``live`` row that only its stream writes to. ``live`` is a status of its own rather than a flag
+# beside the status, so every query that picks rows to send (``status = 'pending'``) leaves live rows
+# alone without being told. SQLite cannot change a CHECK constraint in place, so the table is built
+# again (cheap: the outbox holds a week of chunks). ``stream`` is how a streamed row's message was
+# shown ('edit' or 'native'): a natively streamed message is stopped before it is edited to the
+# final text, also after a restart.
+_V8_OUTBOX: Final = (
+    """CREATE TABLE outbox_v8 (
+        id INTEGER PRIMARY KEY,
+        turn_id TEXT NOT NULL,
+        platform TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        thread_id TEXT,
+        chunk_index INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        plain TEXT,
+        markup TEXT,
+        reply_to TEXT,
+        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'sent', 'failed', 'live')),
+        platform_message_id TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        last_error TEXT,
+        stream TEXT CHECK (stream IN ('edit', 'native')),
+        UNIQUE (turn_id, chunk_index)
+    )""",
+    """INSERT INTO outbox_v8 (id, turn_id, platform, chat_id, thread_id, chunk_index, text, plain, markup, reply_to,
+                              status, platform_message_id, attempts, created_at, updated_at, last_error)
+       SELECT id, turn_id, platform, chat_id, thread_id, chunk_index, text, plain, markup, reply_to,
+              status, platform_message_id, attempts, created_at, updated_at, last_error FROM outbox""",
+    "DROP TABLE outbox",
+    "ALTER TABLE outbox_v8 RENAME TO outbox",
+    "CREATE INDEX outbox_pending ON outbox(platform, chat_id, thread_id, id) WHERE status = 'pending'",
+    "CREATE INDEX outbox_settled ON outbox(updated_at) WHERE status != 'pending'",
+    "CREATE INDEX outbox_live ON outbox(turn_id) WHERE status = 'live'",
+)
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "sessions, messages and word search", _statements(*_V1_CORE, *_fts_ddl(_V1_FTS_COLUMNS))),
     Migration(
@@ -355,6 +394,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             _statements(*_V7_READABLE_CALLS),
         ),
     ),
+    Migration(8, "streamed replies: live outbox rows, and how a row was streamed", _statements(*_V8_OUTBOX)),
 )
 
 LATEST: Final = MIGRATIONS[-1].version

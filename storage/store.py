@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from storage import inbox, ledger, lineage, messages, outbox, sessions
+from storage import inbox, ledger, lineage, messages, outbox, outbox_live, sessions
 from storage.engine.bulk import BulkWrite
 from storage.errors import SessionNotFoundError
 from storage.ids import new_session_id
@@ -289,7 +289,8 @@ class Store(StoreLifecycle):
         reply's chunks in the outbox and the events it answers marked done, all or nothing.
 
         Returns the reply's rows in chunk order (the rows queued before, when the turn was finished
-        already). An unknown session stores and queues nothing (``SessionNotFoundError``).
+        already). A live row of the turn (its streamed message) becomes the chunk at its place: pending,
+        with the chunk's text, its message id kept, so delivery edits that message to the answer. An unknown session stores and queues nothing (``SessionNotFoundError``).
         """
         self._check_open()
         job = ledger.plan(end)
@@ -330,8 +331,40 @@ class Store(StoreLifecycle):
         return await self._read(partial(outbox.get, outbox_id=outbox_id))
 
     async def outbox_pending(self) -> list[OutboxRecord]:
-        """Undelivered chunks, grouped by chat and in order within each chat."""
+        """Undelivered chunks, grouped by chat and in order within each chat (live rows are not among them)."""
         return await self._read(outbox.pending)
+
+    # -- streamed replies (live outbox rows: ``storage/outbox_live.py``) ---------------------------
+
+    async def outbox_stream_open(
+        self, turn_id: str, platform: str, chat_id: str, thread_id: str | None, chunk: OutboxChunk, *,
+        mode: str = "edit",
+    ) -> OutboxRecord:  # fmt: skip
+        """The live row of ``turn_id``'s streamed reply (chunk 0), created before its first send, or the one
+        a crashed run left (kept with its message id: the replay edits that message, never posts it again).
+
+        ``mode``: ``edit`` or ``native``, how the message is shown. A row returned not live is not for the
+        stream (its turn's answer is queued already)."""
+        return await self._write(partial(outbox_live.open_row, turn_id=turn_id, platform=platform, chat_id=chat_id,
+                                         thread_id=thread_id, chunk=chunk, mode=mode, now=self._clock()))  # fmt: skip
+
+    async def outbox_stream_shown(
+        self, outbox_id: int, text: str, platform_message_id: str | None, *, plain: str | None = None,
+        mode: str | None = None,
+    ) -> bool:  # fmt: skip
+        """What a live row's message shows now (after a send or an edit); False if the row is no longer live."""
+        return await self._write(partial(outbox_live.shown, outbox_id=outbox_id, text=text, plain=plain,
+                                         platform_message_id=platform_message_id, mode=mode, now=self._clock()))  # fmt: skip
+
+    async def outbox_stream_close(self, outbox_id: int, text: str, *, plain: str | None = None) -> OutboxRecord | None:
+        """End a live row without its turn's answer: a pending edit of its message to ``text`` (returned,
+        for ``Delivery.deliver``; the outbox finishes it after a crash too), or dropped if nothing was shown."""
+        return await self._write(partial(outbox_live.close, outbox_id=outbox_id, text=text, plain=plain,
+                                         now=self._clock()))  # fmt: skip
+
+    async def outbox_live(self) -> list[OutboxRecord]:
+        """Every live row (a reply being streamed, or one a crash left), oldest first."""
+        return await self._read(outbox_live.live_rows)
 
     async def outbox_prune(self, older_than: float) -> int:
         """Forget sent or failed chunks settled before ``older_than``; returns how many."""

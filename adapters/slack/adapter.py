@@ -230,9 +230,13 @@ class SlackAdapter(Adapter):
         # chat.postMessage takes no idempotency key: when an earlier attempt may have landed, look first.
         found = await self._lookup.find(message) if message.maybe_sent and self._lookup is not None else None
         ts = found or await sending.post(self._client, message)
-        if message.thread_id and self._threads is not None and not message.chat_id.startswith("D"):
-            self._threads.remember(message.chat_id, message.thread_id)  # replies there continue without a mention
+        self._joined(message)
         return ts
+
+    def _joined(self, message: OutboundMessage) -> None:
+        """The bot wrote into a channel thread: replies there continue without a mention."""
+        if message.thread_id and self._threads is not None and not message.chat_id.startswith("D"):
+            self._threads.remember(message.chat_id, message.thread_id)
 
     async def edit(self, chat_id: str, message_id: str, text: str, *, markup: Markup = Markup.PLAIN) -> None:
         try:
@@ -265,8 +269,7 @@ class SlackAdapter(Adapter):
             self._stream_nonces[(message.chat_id, ts)] = message.nonce
             while len(self._stream_nonces) > STREAM_NONCES:
                 self._stream_nonces.popitem(last=False)
-        if message.thread_id and self._threads is not None and not message.chat_id.startswith("D"):
-            self._threads.remember(message.chat_id, message.thread_id)  # replies there continue without a mention
+        self._joined(message)
         return ts
 
     async def append_stream(self, chat_id: str, message_id: str, text: str) -> None:

@@ -56,6 +56,7 @@ from adapters.contract import (
     OutboundMessage,
     RateLimited,
     RecipientUnavailable,
+    StreamingUnsupported,
 )
 from gateway.delivery.budget import ChatBudget
 from gateway.delivery.formatting import Chunk, render
@@ -329,6 +330,8 @@ class Delivery:
         """Deliver a chunk, holding its chat's lock already."""
         if record.status == "sent" or (record.status == "failed" and record.platform_message_id is not None):
             return record.platform_message_id  # delivered (a failed row with an id is an edit given up)
+        if record.live:
+            return record.platform_message_id  # a message being streamed: only its stream writes to it
         return await self._attempts(adapter, record, (record.platform, record.chat_id), resumed=resumed)
 
     async def _attempts(
@@ -343,6 +346,8 @@ class Delivery:
         editing = record.platform_message_id is not None
         maybe_sent = resumed or record.attempts > 0
         last_error = "no attempt made"
+        if editing and resumed and record.stream == "native" and record.platform_message_id is not None:
+            await self._stop_stream(adapter, record, record.platform_message_id)
         for attempt in range(1, policy.max_attempts + 1):
             await self.budget.take(record.platform, record.chat_id)
             try:
@@ -374,6 +379,8 @@ class Delivery:
             except RecipientUnavailable as error:
                 return await self._give_up(record, f"recipient unavailable: {error}")
             except DeliveryError as error:
+                if not error.retryable and editing and record.stream is not None:
+                    return await self._send_instead(adapter, record, text, markup, str(error))
                 if not error.retryable:
                     return await self._give_up(record, str(error))
                 maybe_sent = True  # a network error or timeout says nothing about whether it arrived
@@ -398,6 +405,35 @@ class Delivery:
                         reason=reason, hint="the chat is tried again in the background")  # fmt: skip
             return None
         return await self._give_up(record, reason)
+
+    async def _stop_stream(self, adapter: Adapter, record: OutboxRecord, message_id: str) -> None:
+        """A natively streamed message a restart left open is ended before it is edited (idempotent)."""
+        try:
+            await adapter.stop_stream(record.chat_id, message_id)
+        except (StreamingUnsupported, DeliveryError) as error:
+            log.warning("delivery.stream_stop_failed", platform=record.platform, chat=record.chat_id,
+                        message_id=message_id, error=str(error))  # fmt: skip
+
+    async def _send_instead(
+        self, adapter: Adapter, record: OutboxRecord, text: str, markup: Markup, reason: str
+    ) -> str | None:
+        """A streamed message that can no longer be edited (deleted, too old): the reply's chunk goes out
+        as a new message, once (the row then names the new message)."""
+        log.warning("delivery.edit_refused", platform=record.platform, chat=record.chat_id, chunk=record.chunk_index,
+                    message_id=record.platform_message_id, reason=reason, hint="sending the text as a new message")  # fmt: skip
+        message = OutboundMessage(chat_id=record.chat_id, text=text, thread_id=record.thread_id,
+                                  reply_to=record.reply_to, markup=markup,
+                                  nonce=nonce_for(f"{record.turn_id}#resent", record.chunk_index))  # fmt: skip
+        try:
+            try:
+                message_id = await adapter.send(message)
+            except MarkupRejected:
+                message_id = await adapter.send(replace(message, text=record.plain or text, markup=Markup.PLAIN))
+        except AdapterError as error:
+            return await self._give_up(record, f"{reason}; sending it anew failed too: {error}")
+        await self._store.outbox_mark_sent(record.id, message_id)
+        self._metrics.deliveries.inc(record.platform)
+        return message_id
 
     async def _backoff(self, record: OutboxRecord, attempt: int, error: DeliveryError) -> None:
         state = RetryCallState(None, None, (), {})  # type: ignore[arg-type]  # the formula reads the attempt only

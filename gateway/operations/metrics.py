@@ -116,6 +116,9 @@ class Metrics(Collector):
         self.delivery_retries = Count(
             "switchboard_delivery_retries_total", "Delivery attempts that had to be retried", ["platform", "reason"]
         )
+        self.stream_updates = Count(
+            "switchboard_stream_updates_total", "Sends and edits of replies shown while they are written", ["platform", "mode"]
+        )
         self.turn_retries = Count(
             "switchboard_turn_retries_total", "Turns tried again after the database failed them, by fault", ["fault"]
         )

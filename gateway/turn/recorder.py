@@ -4,7 +4,8 @@
   and the user's message, queued but not awaited yet;
 * :class:`TurnRecorder`: the agent's observer: every message is stored before the turn goes on
   (a tool runs only once its call is on record), with the usage of the call that produced it;
-  the final answer is held for the turn's end (``Store.finish_turn``);
+  the final answer is held for the turn's end (``Store.finish_turn``); the text as the model
+  writes it and the tools it calls go to the turn's streamed reply (or its tool progress);
 * :func:`interrupted_tool_results`: stub results for tool calls a crash left without one.
 """
 
@@ -19,6 +20,7 @@ from gateway.turn.conversations import Conversations
 from gateway.turn.convert import to_new
 from gateway.operations.metrics import Metrics
 from gateway.delivery.progress import ToolProgress
+from gateway.delivery.streaming import ReplyStream
 from storage import MessageAppend, SessionRecord, Store, Usage
 
 INTERRUPTED_RESULT = "(not run: the gateway restarted before this tool finished)"
@@ -57,9 +59,11 @@ class TurnRecorder:
         metrics: Metrics,
         session: SessionRef,
         progress: ToolProgress | None = None,
+        stream: ReplyStream | None = None,
     ) -> None:
         self._store = store
         self._progress = progress
+        self._stream = stream
         self._conversations = conversations
         self._metrics = metrics
         self._session = session
@@ -67,10 +71,18 @@ class TurnRecorder:
         self.reply: MessageAppend | None = None
         """The final answer and its call's usage, not yet stored: the turn's end stores it."""
 
+    def on_text(self, text: str) -> None:
+        """The model's text so far: shown by the turn's streamed reply, if it has one."""
+        if self._stream is not None:
+            self._stream.text(text)
+
     async def on_message(self, message: ChatMessage) -> None:
         await self._store_reply()  # never expected (the answer ends the turn), but never lost either
-        if self._progress is not None and message.role == "assistant" and message.tool_calls:
-            self._progress.note(call.name for call in message.tool_calls)
+        if message.role == "assistant" and message.tool_calls:
+            if self._progress is not None:
+                self._progress.note(call.name for call in message.tool_calls)
+            if self._stream is not None:
+                self._stream.tools(call.name for call in message.tool_calls)
         usage, self._usage = self._usage, None  # the call that produced the message: one write for both
         if message.role == "assistant" and not message.tool_calls:
             self.reply = MessageAppend(self._session.record.id, [to_new(message)], usage)

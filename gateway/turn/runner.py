@@ -17,6 +17,13 @@ The protocol, each step persisted before the next depends on it:
 6. ``deliver_reply``: delivery sends those rows (after the turn's tool-progress message,
    when it called tools: ``gateway/delivery/progress.py``).
 
+With streaming on (``gateway.streaming: auto``) and a platform that can show a reply as it is
+written, the turn has a streamed reply (``gateway/delivery/streaming/``) instead of the
+tool-progress message: the text and the tool line are shown as the agent runs, the stream is
+stopped before step 5, and the commit makes the streamed message the reply's first chunk, so
+step 6 edits it to the final text (an apology too). A turn that is stopped ends the message
+with a "stopped" mark.
+
 A turn replayed after a crash finds its own user message (tagged with the events it
 answered), continues the agent from what was stored, or only commits and delivers the
 stored answer: every inbound message gets exactly one reply. A turn that breaks on our side
@@ -44,6 +51,7 @@ from gateway.inbound.ledger import InboundLedger, Outcome, Reply
 from gateway.operations.logs import bind, short_turn_id, turn_id_for
 from gateway.operations.metrics import Metrics
 from gateway.delivery.progress import ToolProgress
+from gateway.delivery.streaming import STOPPED_MARK, ReplyStream, StreamRefusals, StreamTarget
 from gateway.inbound.session_key import SessionKey, session_key_for
 from gateway.turn.slots import AgentSlots
 from gateway.turn.input import compose, covered_events, event_tag, overlay
@@ -83,6 +91,7 @@ class _Turn:
     """Several people talk in the session, so messages carry their sender's name."""
     started: float = field(default_factory=time.monotonic)
     progress: ToolProgress | None = None
+    stream: ReplyStream | None = None
 
     @property
     def first(self) -> InboundMessage:
@@ -113,6 +122,8 @@ class TurnRunner:
         group_per_user: bool,
         slots: AgentSlots,
         tool_progress: bool = True,
+        streaming: bool = True,
+        refusals: StreamRefusals | None = None,
     ) -> None:
         self._store = store
         self._conversations = conversations
@@ -124,6 +135,8 @@ class TurnRunner:
         self._context_length = context_length
         self._group_per_user = group_per_user
         self._tool_progress = tool_progress
+        self._streaming = streaming
+        self._refusals = refusals if refusals is not None else StreamRefusals()
         self._slots = slots
         self._hygiene_warned: OrderedDict[str, None] = OrderedDict()
         """Sessions already told that compaction failed (the most recent ones; bounded)."""
@@ -202,7 +215,9 @@ class TurnRunner:
                 await self._repair_interrupted_tools(turn)
                 log.info("turn.started", messages=len(turn.batch), history=len(turn.history), **_joined(turn.batch))
                 await self._compact_if_needed(turn)
-                turn.progress = self._progress_for(turn)
+                turn.stream = self._stream_for(turn)
+                if turn.stream is None:
+                    turn.progress = self._progress_for(turn)
                 return self._held_answer(turn) or await self._run_agent(turn)
         except asyncio.CancelledError:
             stopped = True
@@ -214,6 +229,9 @@ class TurnRunner:
             log.error("turn.crashed", error=f"{type(error).__name__}: {error}", exc_info=error)
             return _Answer(TURN_FAILED_NOTICE.format(ref=short_turn_id(turn.turn_id)), outcome=Outcome.GIVEN_UP)
         finally:
+            if turn.stream is not None:
+                # Stopped before the commit: the update in flight is on record, so the commit takes it over.
+                await (turn.stream.stopped(STOPPED_MARK) if stopped else turn.stream.stop())
             if turn.progress is not None:
                 await turn.progress.stop()  # the progress message is out before the reply, never after
                 if stopped:
@@ -266,6 +284,20 @@ class TurnRunner:
         return ToolProgress(self._delivery, turn_id=turn.turn_id, platform=first.platform, chat_id=first.chat_id,
                             thread_id=first.thread_id)  # fmt: skip
 
+    def _stream_for(self, turn: _Turn) -> ReplyStream | None:
+        """The turn's streamed reply, when streaming is on and the platform can show this chat one."""
+        if not self._streaming:
+            return None
+        first = turn.first
+        adapter = self._adapters[first.platform]
+        modes = self._refusals.modes(adapter, first.chat_type, first.thread_id)
+        if not modes:
+            return None
+        target = StreamTarget(turn.turn_id, first.platform, first.chat_id, first.chat_type, first.thread_id,
+                              reply_to=turn.batch[-1].message_id, user_id=first.user_id)  # fmt: skip
+        return ReplyStream(target, modes=modes, adapter=adapter, delivery=self._delivery, store=self._store,
+                           refusals=self._refusals, metrics=self._metrics)  # fmt: skip
+
     def _held_answer(self, turn: _Turn) -> _Answer | None:
         """The answer an earlier try got from the model but could not store (no second model call for it)."""
         held = self._unsent.pop(turn.turn_id, None)
@@ -281,7 +313,7 @@ class TurnRunner:
         session = turn.session
         first = turn.first
         agent = self._conversations.agent_session(session.record, turn.conversation.records)
-        recorder = TurnRecorder(self._store, self._conversations, self._metrics, session, turn.progress)
+        recorder = TurnRecorder(self._store, self._conversations, self._metrics, session, turn.progress, turn.stream)
         self._metrics.turns_running.inc()
         try:
             async with typing(self._adapters[first.platform], first.chat_id, first.thread_id):

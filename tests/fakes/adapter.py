@@ -25,6 +25,7 @@ from adapters.contract import (
     OutboundMessage,
     Rate,
     RateLimits,
+    StreamMode,
 )
 
 
@@ -61,6 +62,8 @@ class LoopbackAdapter(Adapter):
         self.rejected: list[OutboundMessage] = []
         """Formatted chunks refused (by ``reject_markup`` or ``reject_markup_if``), in the order tried."""
         self.bot_username = "loopbot"
+        self.streams: tuple[StreamMode, ...] = ()
+        """The ways a reply may be streamed here (``stream_modes``); none by default, so a test opts in."""
         self._sent_changed = asyncio.Condition()
 
     async def start(self, intake: Intake) -> None:
@@ -102,6 +105,9 @@ class LoopbackAdapter(Adapter):
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         self.typing_chats.append(chat_id)
+
+    def stream_modes(self, chat_type: ChatType, thread_id: str | None = None) -> tuple[StreamMode, ...]:
+        return self.streams
 
     async def inject(
         self,

@@ -29,6 +29,7 @@ from adapters.contract import (
     Markup,
     OutboundMessage,
     RateLimited,
+    StreamMode,
     TransientDeliveryError,
 )
 from tests.fakes.adapter import UNHURRIED
@@ -101,6 +102,22 @@ class RelayAdapter(Adapter):
             raise TransientDeliveryError(f"relay unreachable: {error!r}") from error
         return str(body["message_id"])
 
+    async def edit(self, chat_id: str, message_id: str, text: str, *, markup: Markup = Markup.PLAIN) -> None:
+        if self._session is None:
+            raise TransientDeliveryError("the relay adapter is not connected")
+        payload = {"chat_id": chat_id, "message_id": message_id, "text": text}
+        try:
+            async with self._session.post(f"{self._base_url}/edit", json=payload, timeout=SEND_TIMEOUT) as response:
+                if response.status >= 500:
+                    raise TransientDeliveryError(f"relay answered {response.status}")
+                if response.status >= 400:
+                    raise DeliveryError(f"relay refused the edit: {await response.text()}")
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise TransientDeliveryError(f"relay unreachable: {error!r}") from error
+
+    def stream_modes(self, chat_type: ChatType, thread_id: str | None = None) -> tuple[StreamMode, ...]:
+        return (StreamMode.EDIT,) if self.capabilities.can_edit else ()
+
     async def _poll(self) -> None:
         while not self._stopping:
             try:
@@ -153,3 +170,10 @@ class RelayAdapter(Adapter):
             response.raise_for_status()
             body = await response.json()
         return list(body["updates"])
+
+
+class EditingRelayAdapter(RelayAdapter):
+    """The relay adapter on a platform whose messages can be edited: replies stream by editing them."""
+
+    capabilities = Capabilities(max_message_length=4096, length_unit="chars", can_edit=True, markup=Markup.PLAIN,
+                                rates=UNHURRIED)  # fmt: skip

@@ -69,6 +69,10 @@ class RelayPlatform:
         """Messages delivered to the chats, in the order the platform accepted them."""
         self.repeats: list[Sent] = []
         """Sends dropped because their nonce had been delivered already."""
+        self.edits: list[Sent] = []
+        """Edits of sent messages, in order (``message_id`` names the message edited)."""
+        self.showing: dict[str, str] = {}
+        """What each sent message shows now, by message id (its text, or its last edit's)."""
         self._by_nonce: dict[str, Sent] = {}
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -83,6 +87,7 @@ class RelayPlatform:
         app = web.Application()
         app.router.add_get("/updates", self._get_updates)
         app.router.add_post("/send", self._send)
+        app.router.add_post("/edit", self._edit)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.host, 0).start()
@@ -144,7 +149,21 @@ class RelayPlatform:
                 return web.json_response({"message_id": first.message_id, "repeat": True})
             sent = Sent(f"s{len(self.sent) + 1}", chat_id, text, body.get("reply_to"), nonce)
             self.sent.append(sent)
+            self.showing[sent.message_id] = text
             if nonce:
                 self._by_nonce[nonce] = sent
             self._changed.notify_all()
         return web.json_response({"message_id": sent.message_id})
+
+    async def _edit(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        chat_id, message_id, text = body.get("chat_id"), body.get("message_id"), body.get("text")
+        if not isinstance(text, str) or not text or not isinstance(message_id, str):
+            return web.json_response({"error": "message_id and a non-empty text are required"}, status=400)
+        async with self._changed:
+            if message_id not in self.showing:
+                return web.json_response({"error": "message to edit not found"}, status=400)
+            self.edits.append(Sent(message_id, str(chat_id), text, None, None))
+            self.showing[message_id] = text
+            self._changed.notify_all()
+        return web.json_response({"ok": True})

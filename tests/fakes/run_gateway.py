@@ -8,7 +8,9 @@ Options beside those of ``switchboard run``:
     also add an adapter that fails to start;
 ``--relay URL``
     add the relay adapter for the out-of-process platform at URL
-    (:mod:`tests.fakes.relay_platform`) instead of the in-process loopback one.
+    (:mod:`tests.fakes.relay_platform`) instead of the in-process loopback one;
+``--relay-edits``
+    with ``--relay``: the platform's messages can be edited, so replies are streamed.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from adapters.contract import AccessPolicy, Adapter
 from gateway.operations.cli import build_parser
 from gateway.operations.cli.run import run_command
 from tests.fakes.adapter import BrokenAdapter, LoopbackAdapter
-from tests.fakes.relay_adapter import RelayAdapter
+from tests.fakes.relay_adapter import EditingRelayAdapter, RelayAdapter
 
 
 def take_option(argv: list[str], name: str) -> tuple[str | None, list[str]]:
@@ -39,10 +41,12 @@ def take_option(argv: list[str], name: str) -> tuple[str | None, list[str]]:
 
 def main(argv: list[str]) -> int:
     broken = "--with-broken" in argv
-    argv = [arg for arg in argv if arg != "--with-broken"]
+    edits = "--relay-edits" in argv
+    argv = [arg for arg in argv if arg not in ("--with-broken", "--relay-edits")]
     relay_url, argv = take_option(argv, "--relay")
     args = build_parser().parse_args(["run", *argv])
-    extra: list[Adapter] = [RelayAdapter(relay_url)] if relay_url else [LoopbackAdapter()]
+    relay = EditingRelayAdapter if edits else RelayAdapter
+    extra: list[Adapter] = [relay(relay_url)] if relay_url else [LoopbackAdapter()]
     if broken:
         extra.append(BrokenAdapter())
     access = {adapter.platform: AccessPolicy(allow_all=True) for adapter in extra}

@@ -84,10 +84,16 @@ async def test_a_long_reply_arrives_in_order_in_chunks_of_at_most_2000_character
     paragraphs = [f"Paragraph {n}: " + " ".join(f"word{n}-{i}" for i in range(150)) for n in range(5)]
     model_server.script(Text("\n\n".join(paragraphs)))
     message = await emulator.dm(ALICE, "tell me a lot")
-    await eventually(lambda: " ".join(s.content for s in emulator.world.sent).count("word4-149") == 1)
-    sent = emulator.world.sent
-    assert len(sent) >= 3 and all(len(s.content) <= 2000 for s in sent)
-    assert " ".join(s.content for s in sent).split() == "\n\n".join(paragraphs).split()
+    world = emulator.world
+
+    def showing() -> list[str]:  # what each message shows now (the streamed first one was edited)
+        last = {e.message_id: e.content for e in world.edits}
+        return [last.get(s.id, s.content) for s in world.sent]
+
+    await eventually(lambda: " ".join(showing()).count("word4-149") == 1)
+    await eventually(lambda: " ".join(showing()).split() == "\n\n".join(paragraphs).split(), "the final text")
+    sent = world.sent
+    assert len(sent) >= 3 and all(len(text) <= 2000 for text in showing())
     assert str(sent[0].reference["message_id"]) == message["id"]
     assert all(s.reference is None for s in sent[1:])
     assert len({s.nonce for s in sent}) == len(sent)

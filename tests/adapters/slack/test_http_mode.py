@@ -106,13 +106,20 @@ async def test_long_reply_arrives_as_ordered_chunks_within_the_limit(
     model_server.script(Text("\n\n".join(paragraphs)))
     ts = next_ts()
     await post_signed(slack.url, mention(CHANNEL, ALICE, f"<@{BOT_USER_ID}> write a lot", ts=ts), SIGNING_SECRET)
-    await slack.api.wait_for(lambda: any("Paragraph 039." in p.text for p in slack.api.posts))
-    posts = slack.api.posts
+    api = slack.api
+
+    def showing() -> list[str]:  # what each message shows now (a streamed first one was edited)
+        last = {u.get("ts"): str(u.get("text")) for u in api.updates}
+        return [last.get(p.ts, p.text) for p in api.posts]
+
+    def numbers() -> list[int]:
+        return [int(word) for text in showing() for word in text.replace(".", " ").split() if word.isdigit()]
+
+    await api.wait_for(lambda: numbers() == list(range(40)))
+    posts = api.posts
     assert len(posts) >= 3
-    assert all(len(p.text) <= slack.adapter.capabilities.max_message_length for p in posts)
+    assert all(len(text) <= slack.adapter.capabilities.max_message_length for text in showing())
     assert all(p.thread_ts == ts for p in posts)
-    numbers = [int(word) for p in posts for word in p.text.replace(".", " ").split() if word.isdigit()]
-    assert numbers == list(range(40))
 
 
 async def test_own_and_other_bots_messages_start_no_turn(start_slack: SlackFactory, model_server: ModelServer) -> None:

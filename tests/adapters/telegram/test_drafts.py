@@ -6,6 +6,7 @@ and how fast each chat may be written to.
 
 from __future__ import annotations
 
+import aiohttp
 import pytest
 
 from adapters.contract import (
@@ -115,3 +116,12 @@ async def test_groups_take_twenty_a_minute_and_private_chats_one_a_second() -> N
     assert adapter.chat_rate("1002") == Rate(1, 1.0)
     assert adapter.chat_rate("-100777") == Rate(20, 60.0) == adapter.chat_rate("-42")
     assert adapter.chat_rate("@somechannel") == Rate(20, 60.0)
+
+
+async def test_another_process_reads_what_was_shown(adapter: TelegramAdapter, telegram_api: TelegramAPI) -> None:
+    await adapter.send_draft(str(BOB.id), None, 2, "on its way")
+    async with aiohttp.ClientSession() as session, session.get(f"{telegram_api.base_url}/_test/shown") as answer:
+        served = await answer.json()
+    [draft] = served["shown"]
+    assert (draft["kind"], draft["visible"], draft["draft_id"]) == ("draft", "on its way", 2)
+    assert draft["at"] == telegram_api.drafts[0].at and served["rate_limited"] == 0

@@ -1,7 +1,8 @@
 """Run the fake Telegram Bot API on its own: ``python -m tests.fakes.telegram_api --port N [--token T]``.
 
 Users write to the bot with ``POST /_test/say {"user_id": 42, "text": "hi"}``;
-``GET /_test/sent`` lists what the bot sent.
+``GET /_test/sent`` lists what the bot sent, ``GET /_test/shown`` every message, edit and draft the
+users saw with its time, and the number of 429 answers sent (``--rates`` enforces Telegram's limits).
 """
 
 from __future__ import annotations

@@ -25,8 +25,9 @@ The test side (see :mod:`.users` for injecting user messages):
   or local Bot API server does. :attr:`TelegramAPI.screen` (see :mod:`.screen`) has every
   message, edit and draft the user saw, with its time.
 * Flood control (see :mod:`.flood`): off unless :meth:`TelegramAPI.enforce_rates` (or
-  ``TelegramAPI(rates=True)``) turns it on; :attr:`TelegramAPI.rate_limited` counts the
-  429 answers sent, scripted ones included.
+  ``TelegramAPI(rates=True)``, ``--rates`` on the command line) turns it on; the existing
+  tests send faster than Telegram allows. :attr:`TelegramAPI.rate_limited` counts the
+  429 answers sent, scripted ones included. ``GET /_test/shown`` serves both to another process.
 * Webhooks and their failures: see :mod:`.webhooks`.
 """
 
@@ -127,6 +128,7 @@ class TelegramAPI(WebhookSide):
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
         self.add_control_routes(app)
+        app.router.add_get("/_test/shown", self._control_shown)
         self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -183,6 +185,12 @@ class TelegramAPI(WebhookSide):
     async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 60.0) -> None:
         async with self.changed:
             await asyncio.wait_for(self.changed.wait_for(predicate), timeout)
+
+    async def _control_shown(self, request: web.Request) -> web.Response:
+        """What users saw (for an emulator in another process: ``at`` is that machine's monotonic clock)."""
+        shown = [{"chat_id": e.chat_id, "kind": e.kind, "visible": e.visible, "at": e.at, "message_id": e.message_id,
+                  "draft_id": e.draft_id} for e in self.screen.shown]  # fmt: skip
+        return web.json_response({"shown": shown, "rate_limited": self.rate_limited})
 
     # --- the Bot API -------------------------------------------------------------------------
     async def _handle(self, request: web.Request) -> web.Response:
