@@ -44,6 +44,7 @@ status is non-zero when the crash phase lost, duplicated or left a partial answe
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import os
 import statistics
@@ -55,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import CpuSteal, emit, parse_args, percentile, say
+from bench.common import CpuSteal, bench_parser, emit, known_args, percentile, say
 from bench.crash import Gateway
 from bench.stream_answers import Verdict, answer_text, judge
 from bench.stream_rig import KINDS, WARM_UP, BenchChat, Platforms, streaming_configurable
@@ -86,6 +87,8 @@ class Run:
     updates: dict[str, int]
     verdicts: dict[str, Verdict]
     rate_limited: dict[str, int]
+    refused: list[str] = dataclasses.field(default_factory=list)
+    """The calls answered 429 in this phase (``platform method``)."""
     partial_at_kill: int = 0
 
     def first(self, kind: str | None = None) -> list[float]:
@@ -120,7 +123,7 @@ class Bench:
 
     async def wave(self, platforms: Platforms, gateway: Gateway, counts: Mapping[str, int]) -> Run:
         """New chats ask at once; their figures once every one shows the answer (or nothing more comes)."""
-        limited = dict(platforms.screen.rate_limited)
+        limited = dict(platforms.screen.rate_limited), len(platforms.screen.refused)
         chats = platforms.chats(counts)
         await asyncio.gather(*(platforms.ask(chat) for chat in chats))
         await self.wait_answered(platforms, gateway, chats)
@@ -129,7 +132,7 @@ class Bench:
     async def crash_wave(self, platforms: Platforms, gateway: Gateway, home: Path, config: Path,
                          counts: Mapping[str, int]) -> tuple[Run, Gateway]:  # fmt: skip
         """New chats ask at once; SIGKILL once they are KILL_AT into the answer, then a new gateway on the same home."""
-        limited = dict(platforms.screen.rate_limited)
+        limited = dict(platforms.screen.rate_limited), len(platforms.screen.refused)
         chats = platforms.chats(counts)
         try:
             await asyncio.gather(*(platforms.ask(chat) for chat in chats))
@@ -176,7 +179,9 @@ class Bench:
     def shown(platforms: Platforms, chat: BenchChat) -> list[str]:
         return list(platforms.screen.chat(chat.key).messages.values())
 
-    def result(self, platforms: Platforms, chats: list[BenchChat], limited_before: Mapping[str, int]) -> Run:
+    def result(self, platforms: Platforms, chats: list[BenchChat], before: tuple[Mapping[str, int], int]) -> Run:
+        """The figures of ``chats``; ``before``: the screen's 429 counts per platform and in all when they asked."""
+        limited_before, refused_before = before
         first_ms, updates, verdicts = {}, {}, {}
         for chat in chats:
             screen = platforms.screen.chat(chat.key)
@@ -185,7 +190,7 @@ class Bench:
             updates[chat.key] = screen.updates
             verdicts[chat.key] = judge(self.shown(platforms, chat), self.words)
         limited = {p: n - limited_before.get(p, 0) for p, n in platforms.screen.rate_limited.items()}
-        return Run(chats, first_ms, updates, verdicts, limited)
+        return Run(chats, first_ms, updates, verdicts, limited, platforms.screen.refused[refused_before:])
 
 
 def figures(nostream: Run, stream: Run, load: Run, crash: Run, *, quick: bool, tokens: int) -> dict[str, Any]:
@@ -206,10 +211,17 @@ def figures(nostream: Run, stream: Run, load: Run, crash: Run, *, quick: bool, t
     for platform in ("telegram", "discord", "slack"):
         result[f"rate_limited_{platform}"] = load.rate_limited.get(platform, 0)
     result["rate_limited_other_phases"] = sum(sum(r.rate_limited.values()) for r in (nostream, stream, crash))
+    result["rate_limited_calls"] = refused_calls(load.refused)
+    result["rate_limited_calls_other_phases"] = refused_calls(nostream.refused + stream.refused + crash.refused)
     result["unanswered_nostream_stream_load"] = sum(r.lost() for r in (nostream, stream, load))
     result["duplicated"] = sum(v.duplicated for v in crash.verdicts.values())
     result["lost"] = crash.lost()
     result["left_partial"] = sum(v.partial_messages for v in crash.verdicts.values())
+    for kind in crash.kinds():
+        judged = [crash.verdicts[c.key] for c in crash.chats if c.kind == kind]
+        result[f"duplicated_{kind}"] = sum(v.duplicated for v in judged)
+        result[f"lost_{kind}"] = sum(v.lost for v in judged)
+        result[f"left_partial_{kind}"] = sum(v.partial_messages for v in judged)
     result["crash_chats_showing_partial_at_kill"] = crash.partial_at_kill
     result.update({
         "model_first_token_ms": FIRST_TOKEN_S * 1000, "model_tokens": tokens, "model_tokens_per_s": PACE,
@@ -218,6 +230,12 @@ def figures(nostream: Run, stream: Run, load: Run, crash: Run, *, quick: bool, t
         "quick": quick,
     })  # fmt: skip
     return result
+
+
+def refused_calls(refused: Sequence[str]) -> str:
+    """``slack chat.update 3, ...``: how many calls of each method were answered 429, most first; "none"."""
+    counted = collections.Counter(refused).most_common()
+    return ", ".join(f"{name} {n}" for name, n in counted) or "none"
 
 
 def progress(began: float, name: str, run: Run) -> None:
@@ -254,6 +272,8 @@ def report(result: Mapping[str, Any]) -> None:
         f"{result['rate_limited']} answered 429 (telegram {result['rate_limited_telegram']}, discord "
         f"{result['rate_limited_discord']}, slack {result['rate_limited_slack']}; rate limits enforced by the "
         f"emulators of: {result['rates_enforced']})")
+    say(f"  429s by call: {result['rate_limited_calls']}; in the other phases: "
+        f"{result['rate_limited_calls_other_phases']}")
     say(f"SIGKILL mid-stream over {result['chats_crash']} chats ({result['crash_chats_showing_partial_at_kill']} "
         f"showing part of the answer at the kill): duplicated {result['duplicated']}, lost {result['lost']}, "
         f"left partial {result['left_partial']}")
@@ -307,11 +327,18 @@ async def measure(quick: bool, tmp: Path) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(__doc__.splitlines()[0], argv)
+    parser = bench_parser(__doc__.splitlines()[0])
+    parser.add_argument("--keep", metavar="DIR", type=Path,
+                        help="keep the gateways' homes (config, logs, database) in DIR to look into a figure")
+    args = known_args(parser, argv)
     load_before = os.getloadavg()[0]
     steal = CpuSteal()
-    with tempfile.TemporaryDirectory(prefix="bench-stream-") as tmp:
-        result = asyncio.run(measure(args.quick, Path(tmp)))
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        result = asyncio.run(measure(args.quick, Path(tempfile.mkdtemp(prefix="bench-stream-", dir=args.keep))))
+    else:
+        with tempfile.TemporaryDirectory(prefix="bench-stream-") as tmp:
+            result = asyncio.run(measure(args.quick, Path(tmp)))
     result["load_avg_1m"] = max(load_before, os.getloadavg()[0])
     result["cpu_steal_pct"] = steal.percent()
     report(result)

@@ -139,6 +139,8 @@ class Seen:
 TELEGRAM_PATH = re.compile(r"/bot[^/]+/(\w+)$")
 DISCORD_MESSAGES = re.compile(r"/api/v\d+/channels/(\d+)/messages(?:/(\d+))?$")
 SLACK_PATH = re.compile(r"/api/([\w.]+)$")
+DISCORD_VERSION = re.compile(r"^/api/v\d+")
+DISCORD_ID = re.compile(r"/\d+")
 
 
 def read_call(call: Call) -> Seen | None:
@@ -149,6 +151,15 @@ def read_call(call: Call) -> Seen | None:
         return None
     reader = {"telegram": _telegram, "discord": _discord, "slack": _slack}[call.platform]
     return reader(call)
+
+
+def call_name(call: Call) -> str:
+    """``platform method``: Telegram's and Slack's method, Discord's HTTP method and route without ids."""
+    if call.platform == "discord":
+        route = DISCORD_ID.sub("/{id}", DISCORD_VERSION.sub("", call.path))
+        return f"discord {call.http_method} {route}"
+    match = (TELEGRAM_PATH if call.platform == "telegram" else SLACK_PATH).search(call.path)
+    return f"{call.platform} {match.group(1) if match else call.path}"
 
 
 def _telegram(call: Call) -> Seen | None:
@@ -222,6 +233,8 @@ class Screen:
     def __init__(self) -> None:
         self.chats: dict[str, ChatScreen] = {}
         self.rate_limited: dict[str, int] = {}
+        self.refused: list[str] = []
+        """Every call answered 429, as ``platform method`` (:func:`call_name`), in the order answered."""
         self.changed = asyncio.Event()
 
     def watch(self, proxy: WatchProxy) -> None:
@@ -236,6 +249,7 @@ class Screen:
             return
         if seen.kind == "rate_limited":
             self.rate_limited[call.platform] = self.rate_limited.get(call.platform, 0) + 1
+            self.refused.append(call_name(call))
             return
         screen = self.chat(f"{call.platform}:{seen.chat}")
         if seen.text.strip() and screen.first_visible is None:
