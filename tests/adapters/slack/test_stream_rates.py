@@ -66,3 +66,18 @@ async def test_a_stream_a_crash_left_open_is_stopped_then_edited_without_a_429(
     assert [s.method for s in first.api.shown if s.ts == ts][-2:] == ["chat.stopStream", "chat.update"]
     assert first.api.rates.refused == []
 
+
+async def test_the_fake_forgives_a_write_arriving_a_little_early_as_the_other_emulators_do(
+    client: AsyncWebClient, fake_slack: FakeSlack
+) -> None:
+    clock = Clock()
+    fake_slack.clock = clock
+    fake_slack.rates.enabled = True
+    await client.chat_postMessage(channel=CHANNEL, text="one")
+    clock.now += 0.9  # spaced by the rate where it was sent, but the first one arrived late: 0.1 s early
+    await client.chat_postMessage(channel=CHANNEL, text="two")
+    clock.now += 0.5
+    with pytest.raises(SlackApiError) as caught:
+        await client.chat_postMessage(channel=CHANNEL, text="three")  # 0.5 s early: refused
+    assert caught.value.response.status_code == 429
+    assert fake_slack.rates.rate_limited == 1
