@@ -74,8 +74,12 @@ KILL_AT = 0.4
 MAX_TURNS = 400
 """``sessions.max_concurrent_turns``: every chat's turn runs at once (the default, 16, would queue them)."""
 QUIET_MARGIN_S = 10.0
+HELD_S = 60.0
+"""Waited on top of QUIET_MARGIN_S once an emulator answered 429: the gateway then holds the chat for the
+answer's retry_after, up to a minute (a Telegram group's window), and the reply comes after it."""
 """Stop waiting for a chat's answer when nothing changed for the answer's writing time plus this."""
 HANG_GUARD_S = 300.0
+JUDGE_EVERY_S = 0.25
 
 
 @dataclass
@@ -159,17 +163,22 @@ class Bench:
 
     async def wait_answered(self, platforms: Platforms, gateway: Gateway, chats: Sequence[BenchChat],
                             words: int | None = None) -> None:  # fmt: skip
-        """Until every chat shows the whole answer, or nothing changed for longer than an answer takes to write."""
-        quiet_s = FIRST_TOKEN_S + self.reply_s + QUIET_MARGIN_S
+        """Until every chat shows the whole answer, or nothing changed for longer than an answer takes to write
+        (and, once a 429 was answered, than the gateway may hold a chat for)."""
+        limited = len(platforms.screen.refused)
         deadline = time.perf_counter() + HANG_GUARD_S
         last_change = time.perf_counter()
-        while any(judge(self.shown(platforms, c), words or self.words).lost for c in chats):
+        waiting = list(chats)
+        while waiting := [c for c in waiting if judge(self.shown(platforms, c), words or self.words).lost]:
             gateway.alive("the answers")
             now = time.perf_counter()
-            if now - last_change > quiet_s or now > deadline:
+            held = HELD_S if len(platforms.screen.refused) > limited else 0.0
+            if now - last_change > FIRST_TOKEN_S + self.reply_s + QUIET_MARGIN_S + held or now > deadline:
                 return
+            # Judged a few times a second, not at every change: this process also runs the emulators,
+            # their proxies and the model, and a busy loop here would delay (and bunch) what they answer.
             platforms.screen.changed.clear()
-            await platforms.screen.wait_change(0.25)
+            await asyncio.sleep(JUDGE_EVERY_S)
             if platforms.screen.changed.is_set():
                 last_change = time.perf_counter()
 

@@ -228,7 +228,7 @@ class ChatScreen:
 
 
 class Screen:
-    """What each chat shows, built from the calls the proxies passed; woken listeners wait on :attr:`changed`."""
+    """What each chat shows, built from the calls the proxies passed; :attr:`changed` is set at every change."""
 
     def __init__(self) -> None:
         self.chats: dict[str, ChatScreen] = {}
@@ -266,9 +266,3 @@ class Screen:
             screen.messages.pop(seen.message or "", None)
         screen.drafts += seen.kind == "draft"
         self.changed.set()
-
-    async def wait_change(self, timeout: float) -> None:
-        """Until the next change anywhere, or ``timeout`` seconds."""
-        self.changed.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.changed.wait(), timeout)
