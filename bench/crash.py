@@ -136,16 +136,24 @@ def write_config(home: Path, server: ModelServer) -> Path:
 
 
 class Gateway:
-    """One ``tests.fakes.run_gateway`` process on ``home``; its log is read from where it started."""
+    """One gateway process on ``home``; its log is read from where it started.
 
-    def __init__(self, home: Path, config: Path, relay: RelayPlatform) -> None:
+    With ``relay``, ``tests.fakes.run_gateway`` with the relay adapter; without, the plain
+    ``switchboard run`` (``python -m gateway.operations.cli run``) with the platforms of the config.
+    """
+
+    def __init__(self, home: Path, config: Path, relay: RelayPlatform | None = None) -> None:
         self.home = home
         self.log = home / "logs" / "gateway.log"
         self.offset = self.log.stat().st_size if self.log.exists() else 0
         self.started_at = time.perf_counter()
+        if relay is not None:
+            command = ["tests.fakes.run_gateway", "--config", str(config), "--relay", relay.base_url]
+        else:
+            command = ["gateway.operations.cli", "run", "--config", str(config)]
         with (home / "stderr.txt").open("ab") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "tests.fakes.run_gateway", "--config", str(config), "--relay", relay.base_url],
+                [sys.executable, "-m", *command],
                 cwd=REPO, env=clean_env(home), stdout=subprocess.DEVNULL, stderr=stderr,
             )  # fmt: skip
 

@@ -408,6 +408,7 @@ class Delivery:
 
     async def _stop_stream(self, adapter: Adapter, record: OutboxRecord, message_id: str) -> None:
         """A natively streamed message a restart left open is ended before it is edited (idempotent)."""
+        await self.budget.take(record.platform, record.chat_id)  # a stop is a write to the chat, like the edit
         try:
             await adapter.stop_stream(record.chat_id, message_id)
         except (StreamingUnsupported, DeliveryError) as error:

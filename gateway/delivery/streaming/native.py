@@ -77,7 +77,9 @@ class NativeSurface(RecordedSurface):
         await self._clear_status()
         if self._message_id is not None and not self._stopped:
             self._stopped = True
-            await self._adapter.stop_stream(self._target.chat_id, self._message_id)
+            t = self._target
+            await self._delivery.budget.take(t.platform, t.chat_id)  # a stop is a write to the chat, like a post
+            await self._adapter.stop_stream(t.chat_id, self._message_id)
 
     async def close(self, mark: str) -> None:
         await self.end()
