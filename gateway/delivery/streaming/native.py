@@ -73,11 +73,15 @@ class NativeSurface(RecordedSurface):
             except (StreamingUnsupported, DeliveryError):
                 pass  # best effort: the platform clears it with the next message anyway
 
+    @property
+    def ends_with_a_write(self) -> bool:
+        return self._message_id is not None and not self._stopped
+
     async def end(self) -> None:
         await self._clear_status()
         if self._message_id is not None and not self._stopped:
-            self._stopped = True
             await self._adapter.stop_stream(self._target.chat_id, self._message_id)
+            self._stopped = True  # only now: a stop refused (a 429) is tried again
 
     async def close(self, mark: str) -> None:
         await self.end()

@@ -168,13 +168,30 @@ class ReplyStream:
             return
         self._ended = True
         try:
-            await self._surface.end()
+            await self._end_surface()
         except (AdapterError, DeliveryError) as error:
             log.warning("stream.end_failed", platform=self._target.platform, mode=self.mode.value, error=str(error))
         log.info(
             "stream.finished", platform=self._target.platform, mode=self.mode.value, updates=self._surface.updates,
             ms_first=None if self._first_shown_at is None else round((self._first_shown_at - self._started) * 1000),
         )  # fmt: skip
+
+    async def _end_surface(self) -> None:
+        """End the surface. A native stream's stop is a write like a send: it takes the chat's budget, and
+        a 429 is waited out and the stop tried again, so the answer's edit finds the stream ended."""
+        target = self._target
+        for attempt in range(1, MAX_FAILURES + 1):
+            if self._surface.ends_with_a_write:
+                await self._budget.take(target.platform, target.chat_id)
+            try:
+                await self._surface.end()
+                return
+            except RateLimited as error:
+                self._budget.hold(target.platform, target.chat_id, error.retry_after)
+                if attempt == MAX_FAILURES:
+                    raise
+                log.warning("stream.rate_limited", platform=target.platform, chat=target.chat_id, mode=self.mode.value,
+                            retry_after=error.retry_after, ending=True)  # fmt: skip
 
     async def stopped(self, mark: str) -> None:
         """The turn was stopped (``/stop``, an interrupt): the message shown ends with ``mark``, through the
