@@ -136,7 +136,7 @@ async def test_streams_in_three_threads_of_one_channel_stay_inside_slacks_limits
 ) -> None:
     fake_slack.rates.enabled = True
     slack = await start_slack()
-    model_server.responder = lambda record: Text(ANSWER, pace=40)
+    model_server.responder = lambda record: Text(ANSWER, pace=15)  # about five seconds each
     threads = [await mention_bot(slack, f"tell me long story number {n}", user=(ALICE, BOB)[n % 2]) for n in range(3)]
     await eventually(lambda: len(fake_slack.streams.messages) + len(fake_slack.posts) == 3, "three replies")
     await settled(slack.store)
