@@ -246,7 +246,7 @@ class ReplyStream:
         target = self._target
         while not self._stopping:
             now = self._clock()
-            delay = max(self._next_at - now, self._budget.available_in(target.platform, target.chat_id))
+            delay = max(self._next_at - now, self._budget_wait(self._working))
             if delay > 0:
                 await asyncio.sleep(delay)
                 continue
@@ -260,6 +260,24 @@ class ReplyStream:
                 pass
             self._wake.set()
 
+    def _budget_for(self, tool_line: bool) -> str | None:
+        """Which budget the next update spends: a send or an edit ("write"), an append to the platform's
+        own stream ("append", a rate of its own), or none (a native stream's status line)."""
+        if self.mode is not StreamMode.NATIVE:
+            return "write"
+        if tool_line:
+            return None
+        assert isinstance(self._surface, RecordedSurface)
+        return "write" if self._surface.message_id is None else "append"  # no message yet: the stream's start
+
+    def _budget_wait(self, tool_line: bool) -> float:
+        """Seconds until the next update's budget has room."""
+        target = self._target
+        budget = self._budget_for(tool_line)
+        if budget == "append":
+            return self._budget.append_available_in(target.platform, target.chat_id)
+        return self._budget.available_in(target.platform, target.chat_id) if budget else 0.0
+
     def _first_wait(self, now: float) -> float:
         """Seconds the first message still waits for text (0: it may go)."""
         if self._shown is not None or self._working or self.mode is StreamMode.DRAFT or self._first_text_at is None:
@@ -272,8 +290,11 @@ class ReplyStream:
 
     async def _update(self, tool_line: bool, content: str) -> None:
         target = self._target
-        if not (self.mode is StreamMode.NATIVE and (tool_line or self._shown is not None)):
-            await self._budget.take(target.platform, target.chat_id)  # appends and the status line have their own rates
+        budget = self._budget_for(tool_line)
+        if budget == "write":
+            await self._budget.take(target.platform, target.chat_id)
+        elif budget == "append":
+            await self._budget.take_append(target.platform, target.chat_id)
         try:
             if tool_line:
                 await self._surface.show_tools(content)
