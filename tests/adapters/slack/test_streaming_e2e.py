@@ -75,6 +75,25 @@ async def test_a_tool_using_turn_shows_the_tool_on_the_status_line_then_streams_
     assert chat_calls(fake_slack)[0] == "chat.startStream"
 
 
+async def test_text_before_a_tool_call_is_stopped_and_edited_within_slacks_limits(
+    start_slack: SlackFactory, fake_slack: FakeSlack, model_server: ModelServer
+) -> None:
+    fake_slack.rates.enabled = True
+    slack = await start_slack()
+    model_server.responder = None
+    before = "Let me look that up first. I will search our past conversations for the plan we made. "
+    model_server.script(ToolCalls(ToolUse("session_search", {"query": "Lisbon"}), text=before, pace=10),
+                        Text(ANSWER, pace=25))  # fmt: skip
+    thread = await mention_bot(slack, "what did we plan for Lisbon?")
+    await answered(slack, thread)
+
+    [streamed] = fake_slack.streams.messages.values()
+    texts = [s.text for s in fake_slack.shown if s.ts == streamed.ts]
+    assert texts[0].startswith("Let me look") and texts[-1] == FINAL, texts
+    assert fake_slack.posts == [], "the new text went on in the same message (stopped, then updated)"
+    assert fake_slack.rates.rate_limited == 0, fake_slack.rates.refused
+
+
 async def test_an_app_without_the_streaming_scope_posts_then_updates_and_remembers_it(
     start_slack: SlackFactory, fake_slack: FakeSlack, model_server: ModelServer
 ) -> None:
