@@ -35,6 +35,17 @@ async def answered(slack: RunningSlack, thread_ts: str) -> None:
     await settled(slack.store)
 
 
+async def ask(start_slack: SlackFactory, model_server: ModelServer, *replies: Text | ToolCalls,
+              question: str = "tell me a long story") -> str:  # fmt: skip
+    """Start the gateway, script the model's replies, mention the bot and wait for the answer; returns the thread."""
+    slack = await start_slack()
+    model_server.responder = None
+    model_server.script(*replies)
+    thread = await mention_bot(slack, question)
+    await answered(slack, thread)
+    return thread
+
+
 def chat_calls(fake_slack: FakeSlack) -> list[str]:
     return [c.method for c in fake_slack.calls if c.method.startswith("chat.")]
 
@@ -42,11 +53,7 @@ def chat_calls(fake_slack: FakeSlack) -> list[str]:
 async def test_a_mention_streams_natively_in_its_thread_then_is_updated_to_the_final_text(
     start_slack: SlackFactory, fake_slack: FakeSlack, model_server: ModelServer
 ) -> None:
-    slack = await start_slack()
-    model_server.responder = None
-    model_server.script(Text(ANSWER, pace=25))
-    thread = await mention_bot(slack, "tell me a long story")
-    await answered(slack, thread)
+    thread = await ask(start_slack, model_server, Text(ANSWER, pace=25))
 
     [streamed] = fake_slack.streams.messages.values()
     assert (streamed.channel, streamed.thread_ts, streamed.streaming) == (CHANNEL, thread, False)
@@ -62,11 +69,8 @@ async def test_a_mention_streams_natively_in_its_thread_then_is_updated_to_the_f
 async def test_a_tool_using_turn_shows_the_tool_on_the_status_line_then_streams_the_answer(
     start_slack: SlackFactory, fake_slack: FakeSlack, model_server: ModelServer
 ) -> None:
-    slack = await start_slack()
-    model_server.responder = None
-    model_server.script(ToolCalls(ToolUse("session_search", {"query": "Lisbon"})), Text(ANSWER, pace=25))
-    thread = await mention_bot(slack, "what did we plan for Lisbon?")
-    await answered(slack, thread)
+    tools = ToolCalls(ToolUse("session_search", {"query": "Lisbon"}))
+    thread = await ask(start_slack, model_server, tools, Text(ANSWER, pace=25), question="what did we plan for Lisbon?")
 
     statuses = [s.status for s in fake_slack.streams.statuses if s.thread_ts == thread]
     assert statuses == [WORKING, ""], "the tool line on the status line, cleared once the answer streams"
@@ -79,13 +83,9 @@ async def test_text_before_a_tool_call_is_stopped_and_edited_within_slacks_limit
     start_slack: SlackFactory, fake_slack: FakeSlack, model_server: ModelServer
 ) -> None:
     fake_slack.rates.enabled = True
-    slack = await start_slack()
-    model_server.responder = None
     before = "Let me look that up first. I will search our past conversations for the plan we made. "
-    model_server.script(ToolCalls(ToolUse("session_search", {"query": "Lisbon"}), text=before, pace=10),
-                        Text(ANSWER, pace=25))  # fmt: skip
-    thread = await mention_bot(slack, "what did we plan for Lisbon?")
-    await answered(slack, thread)
+    tools = ToolCalls(ToolUse("session_search", {"query": "Lisbon"}), text=before, pace=10)
+    await ask(start_slack, model_server, tools, Text(ANSWER, pace=25), question="what did we plan for Lisbon?")
 
     [streamed] = fake_slack.streams.messages.values()
     texts = [s.text for s in fake_slack.shown if s.ts == streamed.ts]
@@ -120,11 +120,7 @@ async def test_a_429_on_stopping_the_stream_is_waited_out_and_the_final_text_is_
     start_slack: SlackFactory, fake_slack: FakeSlack, model_server: ModelServer
 ) -> None:
     fake_slack.fail_next("chat.stopStream", Failure.rate_limited(1))
-    slack = await start_slack()
-    model_server.responder = None
-    model_server.script(Text(ANSWER, pace=25))
-    thread = await mention_bot(slack, "tell me a long story")
-    await answered(slack, thread)
+    thread = await ask(start_slack, model_server, Text(ANSWER, pace=25))
 
     [streamed] = fake_slack.streams.messages.values()
     assert chat_calls(fake_slack)[-3:] == ["chat.stopStream", "chat.stopStream", "chat.update"], (
