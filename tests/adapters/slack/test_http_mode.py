@@ -108,9 +108,9 @@ async def test_long_reply_arrives_as_ordered_chunks_within_the_limit(
     await post_signed(slack.url, mention(CHANNEL, ALICE, f"<@{BOT_USER_ID}> write a lot", ts=ts), SIGNING_SECRET)
     api = slack.api
 
-    def showing() -> list[str]:  # what each message shows now (a streamed first one was edited)
-        last = {u.get("ts"): str(u.get("text")) for u in api.updates}
-        return [last.get(p.ts, p.text) for p in api.posts]
+    def showing() -> list[str]:  # what each message shows now: the streamed first one, updated, then the posts
+        streamed = [s.ts for s in api.streams.messages.values()]
+        return [api.history.text_of(CHANNEL, message) or "" for message in streamed + [p.ts for p in api.posts]]
 
     def numbers() -> list[int]:
         return [int(word) for text in showing() for word in text.replace(".", " ").split() if word.isdigit()]
