@@ -9,6 +9,9 @@ waits while either is spent or the chat is held after a 429 (:meth:`~ChatBudget.
 Each rate is a sliding window: at most ``count`` calls in any ``per`` seconds, counted from when
 they were let through. (A token bucket would let a full bucket out at once and then refill, which
 puts up to twice the count into one window: a platform counting windows answers 429 to that.)
+Appends to a platform's own stream (Slack's ``chat.appendStream``) have a rate of their own,
+not the chat's: :meth:`~ChatBudget.take_append` keeps every stream of one chat together at one
+append per the adapter's ``rates.stream_interval`` (two streams in one channel share it).
 Callers waiting for the overall rate are let through in the order they came, so under load every
 chat moves, the oldest first; a caller whose own chat is spent or held never holds back another
 chat. A chat's window is forgotten once it has nothing left to say (its calls older than its
@@ -101,6 +104,8 @@ class ChatBudget:
         self._clock = clock
         self._sleep = sleep
         self._chats: dict[tuple[str, str], _Chat] = {}
+        self._appends: dict[tuple[str, str], _Window] = {}
+        """(platform, chat) -> the appends to the chat's streams, at the adapter's stream rate."""
         self._platforms: dict[str, _Platform] = {}
         self._tickets = itertools.count()
         self._sweep_at = _SWEEP_AT
@@ -122,6 +127,25 @@ class ChatBudget:
         finally:
             chat.waiting -= 1
             queue.pop(ticket, None)
+
+    async def take_append(self, platform: str, chat_id: str) -> None:
+        """Wait until one more append to a stream in ``chat_id`` fits: one per the adapter's default
+        ``rates.stream_interval`` for all the chat's streams together, and none while the chat is held.
+        Not counted in the chat's rate for sends and edits, nor the platform's overall rate."""
+        window = self._append_window(platform, chat_id)
+        while True:
+            wait = self.append_available_in(platform, chat_id)
+            if wait <= 0:
+                window.count(self._clock())
+                return
+            await self._sleep(wait)
+
+    def append_available_in(self, platform: str, chat_id: str) -> float:
+        """Seconds until :meth:`take_append` for this chat would not wait (0.0: now)."""
+        now = self._clock()
+        chat = self._chats.get((platform, chat_id))
+        ready = max(self._append_window(platform, chat_id).ready_at(now), chat.held_until if chat else now)
+        return max(0.0, ready - now)
 
     def available_in(self, platform: str, chat_id: str) -> float:
         """Seconds until :meth:`take` for this chat would not wait (0.0: now), as things stand: callers
@@ -186,6 +210,14 @@ class ChatBudget:
             chat = self._chats[key] = _Chat(_Window(self._adapters[platform].chat_rate(chat_id)))
         return chat
 
+    def _append_window(self, platform: str, chat_id: str) -> _Window:
+        key = (platform, chat_id)
+        window = self._appends.get(key)
+        if window is None:
+            self._platform(platform)  # an unknown platform fails here, before anything is kept
+            window = self._appends[key] = _Window(Rate(1, self._adapters[platform].capabilities.rates.stream_interval))
+        return window
+
     def _platform(self, platform: str) -> _Platform:
         state = self._platforms.get(platform)
         if state is None:
@@ -198,4 +230,6 @@ class ChatBudget:
         for key in [key for key, chat in self._chats.items()
                     if not chat.waiting and chat.held_until <= now and chat.window.idle(now)]:  # fmt: skip
             del self._chats[key]
+        for key in [key for key, window in self._appends.items() if window.idle(now)]:
+            del self._appends[key]
         self._sweep_at = max(_SWEEP_AT, 2 * len(self._chats))

@@ -34,9 +34,10 @@ class EditSurface(RecordedSurface):
         row = await self._open()
         if row is None or (self._shown is not None and self._shown[0] in (chunk.text, chunk.plain)):
             return
+        t = self._target
         if self._message_id is not None and row.stream == StreamMode.NATIVE.value and not self._stopped_native:
             await self._stop_native()
-        t = self._target
+            await self._delivery.budget.take(t.platform, t.chat_id)  # the stop spent this update's turn: the edit waits
         text, markup = chunk.text, self.markup
         if self._message_id is None:
             message = OutboundMessage(chat_id=t.chat_id, text=text, thread_id=t.thread_id, reply_to=t.reply_to,
@@ -59,9 +60,9 @@ class EditSurface(RecordedSurface):
 
     async def _stop_native(self) -> None:
         """The message was the platform's own stream (before a fallback, or a crashed run's): end it first."""
-        self._stopped_native = True
         assert self._message_id is not None
         try:
             await self._adapter.stop_stream(self._target.chat_id, self._message_id)
         except StreamingUnsupported:
             pass
+        self._stopped_native = True  # only now: a stop refused (a 429) is tried again with the next update

@@ -73,13 +73,15 @@ class NativeSurface(RecordedSurface):
             except (StreamingUnsupported, DeliveryError):
                 pass  # best effort: the platform clears it with the next message anyway
 
+    @property
+    def ends_with_a_write(self) -> bool:
+        return self._message_id is not None and not self._stopped
+
     async def end(self) -> None:
         await self._clear_status()
         if self._message_id is not None and not self._stopped:
-            self._stopped = True
-            t = self._target
-            await self._delivery.budget.take(t.platform, t.chat_id)  # a stop is a write to the chat, like a post
-            await self._adapter.stop_stream(t.chat_id, self._message_id)
+            await self._adapter.stop_stream(self._target.chat_id, self._message_id)
+            self._stopped = True  # only now: a stop refused (a 429) is tried again
 
     async def close(self, mark: str) -> None:
         await self.end()

@@ -168,13 +168,30 @@ class ReplyStream:
             return
         self._ended = True
         try:
-            await self._surface.end()
+            await self._end_surface()
         except (AdapterError, DeliveryError) as error:
             log.warning("stream.end_failed", platform=self._target.platform, mode=self.mode.value, error=str(error))
         log.info(
             "stream.finished", platform=self._target.platform, mode=self.mode.value, updates=self._surface.updates,
             ms_first=None if self._first_shown_at is None else round((self._first_shown_at - self._started) * 1000),
         )  # fmt: skip
+
+    async def _end_surface(self) -> None:
+        """End the surface. A native stream's stop is a write like a send: it takes the chat's budget, and
+        a 429 is waited out and the stop tried again, so the answer's edit finds the stream ended."""
+        target = self._target
+        for attempt in range(1, MAX_FAILURES + 1):
+            if self._surface.ends_with_a_write:
+                await self._budget.take(target.platform, target.chat_id)
+            try:
+                await self._surface.end()
+                return
+            except RateLimited as error:
+                self._budget.hold(target.platform, target.chat_id, error.retry_after)
+                if attempt == MAX_FAILURES:
+                    raise
+                log.warning("stream.rate_limited", platform=target.platform, chat=target.chat_id, mode=self.mode.value,
+                            retry_after=error.retry_after, ending=True)  # fmt: skip
 
     async def stopped(self, mark: str) -> None:
         """The turn was stopped (``/stop``, an interrupt): the message shown ends with ``mark``, through the
@@ -229,7 +246,7 @@ class ReplyStream:
         target = self._target
         while not self._stopping:
             now = self._clock()
-            delay = max(self._next_at - now, self._budget.available_in(target.platform, target.chat_id))
+            delay = max(self._next_at - now, self._budget_wait(self._working))
             if delay > 0:
                 await asyncio.sleep(delay)
                 continue
@@ -243,6 +260,24 @@ class ReplyStream:
                 pass
             self._wake.set()
 
+    def _budget_for(self, tool_line: bool) -> str | None:
+        """Which budget the next update spends: a send or an edit ("write"), an append to the platform's
+        own stream ("append", a rate of its own), or none (a native stream's status line)."""
+        if self.mode is not StreamMode.NATIVE:
+            return "write"
+        if tool_line:
+            return None
+        assert isinstance(self._surface, RecordedSurface)
+        return "write" if self._surface.message_id is None else "append"  # no message yet: the stream's start
+
+    def _budget_wait(self, tool_line: bool) -> float:
+        """Seconds until the next update's budget has room."""
+        target = self._target
+        budget = self._budget_for(tool_line)
+        if budget == "append":
+            return self._budget.append_available_in(target.platform, target.chat_id)
+        return self._budget.available_in(target.platform, target.chat_id) if budget else 0.0
+
     def _first_wait(self, now: float) -> float:
         """Seconds the first message still waits for text (0: it may go)."""
         if self._shown is not None or self._working or self.mode is StreamMode.DRAFT or self._first_text_at is None:
@@ -255,8 +290,11 @@ class ReplyStream:
 
     async def _update(self, tool_line: bool, content: str) -> None:
         target = self._target
-        if not (self.mode is StreamMode.NATIVE and (tool_line or self._shown is not None)):
-            await self._budget.take(target.platform, target.chat_id)  # appends and the status line have their own rates
+        budget = self._budget_for(tool_line)
+        if budget == "write":
+            await self._budget.take(target.platform, target.chat_id)
+        elif budget == "append":
+            await self._budget.take_append(target.platform, target.chat_id)
         try:
             if tool_line:
                 await self._surface.show_tools(content)

@@ -62,6 +62,11 @@ class Surface(abc.ABC):
     async def show_tools(self, line: str) -> None:
         """Show that tools run (``line``: "Working on it: …")."""
 
+    @property
+    def ends_with_a_write(self) -> bool:
+        """Whether :meth:`end` still writes to the chat (a native stream's stop): it then takes the chat's budget."""
+        return False
+
     async def end(self) -> None:
         """The turn's answer is ready: nothing more is shown (the outbox delivers the answer)."""
 
