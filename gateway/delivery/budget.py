@@ -7,7 +7,10 @@ it allows. :class:`ChatBudget` keeps the gateway inside those rates instead of l
 waits while either is spent or the chat is held after a 429 (:meth:`~ChatBudget.hold`).
 
 Each rate is a sliding window: at most ``count`` calls in any ``per`` seconds, counted from when
-they were let through. (A token bucket would let a full bucket out at once and then refill, which
+they were let through, and again from when they ended (:meth:`~ChatBudget.finished`, which
+:meth:`~ChatBudget.write` calls): the platform counts a call when it arrives, somewhere in
+between, and a call the network or a busy event loop held up must not leave the next one arriving
+early. (A token bucket would let a full bucket out at once and then refill, which
 puts up to twice the count into one window: a platform counting windows answers 429 to that.)
 Appends to a platform's own stream (Slack's ``chat.appendStream``) have a rate of their own,
 not the chat's: :meth:`~ChatBudget.take_append` keeps every stream of one chat together at one
@@ -21,10 +24,11 @@ period, no hold), so the memory follows the chats written to lately, not every c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from adapters.contract import Adapter, Rate
@@ -56,6 +60,11 @@ class _Window:
 
     def count(self, now: float) -> None:
         self._calls.append(now)
+
+    def restamp(self, now: float) -> None:
+        """The latest call ended at ``now``: it counts from then (never earlier than it was let through)."""
+        if self._calls and self._calls[-1] < now:
+            self._calls[-1] = now
 
     def idle(self, now: float) -> bool:
         """Whether the window no longer holds back anything."""
@@ -127,6 +136,26 @@ class ChatBudget:
         finally:
             chat.waiting -= 1
             queue.pop(ticket, None)
+
+    @contextlib.asynccontextmanager
+    async def write(self, platform: str, chat_id: str, *, append: bool = False) -> AsyncIterator[None]:
+        """One call to the chat inside the block: :meth:`take` (:meth:`take_append` for an append to a
+        stream) before it, :meth:`finished` after it, whatever it raised."""
+        await (self.take_append if append else self.take)(platform, chat_id)
+        try:
+            yield
+        finally:
+            self.finished(platform, chat_id, append=append)
+
+    def finished(self, platform: str, chat_id: str, *, append: bool = False) -> None:
+        """The call last let through to the chat (an append: to its streams) has ended: it counts from now."""
+        if append:
+            window = self._appends.get((platform, chat_id))
+        else:
+            chat = self._chats.get((platform, chat_id))
+            window = chat.window if chat is not None else None
+        if window is not None:
+            window.restamp(self._clock())
 
     async def take_append(self, platform: str, chat_id: str) -> None:
         """Wait until one more append to a stream in ``chat_id`` fits: one per the adapter's default

@@ -195,11 +195,11 @@ class Delivery:
                                           nonce=nonce)  # fmt: skip
                 try:
                     try:
-                        await self.budget.take(platform, chat_id)
-                        await adapter.send(message)
+                        async with self.budget.write(platform, chat_id):
+                            await adapter.send(message)
                     except MarkupRejected:
-                        await self.budget.take(platform, chat_id)
-                        await adapter.send(replace(message, text=chunk.plain or chunk.text, markup=Markup.PLAIN))
+                        async with self.budget.write(platform, chat_id):
+                            await adapter.send(replace(message, text=chunk.plain or chunk.text, markup=Markup.PLAIN))
                 except AdapterError as error:
                     if isinstance(error, RateLimited):
                         self.budget.hold(platform, chat_id, error.retry_after)
@@ -349,16 +349,16 @@ class Delivery:
         if editing and resumed and record.stream == "native" and record.platform_message_id is not None:
             await self._stop_stream(adapter, record, record.platform_message_id)
         for attempt in range(1, policy.max_attempts + 1):
-            await self.budget.take(record.platform, record.chat_id)
             try:
-                if editing and record.platform_message_id is not None:
-                    await adapter.edit(record.chat_id, record.platform_message_id, text, markup=markup)
-                    message_id = record.platform_message_id
-                else:
-                    message_id = await adapter.send(OutboundMessage(
-                        chat_id=record.chat_id, text=text, thread_id=record.thread_id, reply_to=record.reply_to,
-                        markup=markup, nonce=chunk_nonce(record), maybe_sent=maybe_sent,
-                    ))  # fmt: skip
+                async with self.budget.write(record.platform, record.chat_id):
+                    if editing and record.platform_message_id is not None:
+                        await adapter.edit(record.chat_id, record.platform_message_id, text, markup=markup)
+                        message_id = record.platform_message_id
+                    else:
+                        message_id = await adapter.send(OutboundMessage(
+                            chat_id=record.chat_id, text=text, thread_id=record.thread_id, reply_to=record.reply_to,
+                            markup=markup, nonce=chunk_nonce(record), maybe_sent=maybe_sent,
+                        ))  # fmt: skip
             except MarkupRejected as error:
                 if markup is Markup.PLAIN:
                     return await self._give_up(record, f"plain text rejected: {error}")
@@ -408,9 +408,9 @@ class Delivery:
 
     async def _stop_stream(self, adapter: Adapter, record: OutboxRecord, message_id: str) -> None:
         """A natively streamed message a restart left open is ended before it is edited (idempotent)."""
-        await self.budget.take(record.platform, record.chat_id)  # a stop is a write to the chat, like the edit
         try:
-            await adapter.stop_stream(record.chat_id, message_id)
+            async with self.budget.write(record.platform, record.chat_id):  # a stop is a write, like the edit
+                await adapter.stop_stream(record.chat_id, message_id)
         except (StreamingUnsupported, DeliveryError) as error:
             log.warning("delivery.stream_stop_failed", platform=record.platform, chat=record.chat_id,
                         message_id=message_id, error=str(error))  # fmt: skip

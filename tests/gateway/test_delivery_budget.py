@@ -201,3 +201,17 @@ async def test_the_gateway_s_budget_takes_the_configured_stream_interval(start_g
     assert configured.gateway.delivery.budget.stream_interval("telegram") == 2.5
     unset = await start_gateway(adapter=TelegramNamedAdapter())
     assert unset.gateway.delivery.budget.stream_interval("telegram") == 1.0  # the adapter's own
+
+
+async def test_a_call_that_ended_late_counts_from_its_end_so_the_next_cannot_arrive_early() -> None:
+    time = FakeTime()
+    adapter = TimedAdapter(time, RateLimits(per_chat=Rate(1, 1.0)))
+    budget = ChatBudget({"loopback": adapter}, clock=time, sleep=time.sleep)
+    async with budget.write("loopback", "c1"):
+        await time.sleep(0.7)  # the call takes 0.7 s: the platform may have counted it at any point of it
+    # Counted from when it was let through, the next call could go 0.3 s after this one ended and
+    # reach the platform less than a second after it did.
+    assert budget.available_in("loopback", "c1") == pytest.approx(1.0 + MARGIN)
+    async with budget.write("loopback", "c1", append=True):
+        await time.sleep(0.4)
+    assert budget.append_available_in("loopback", "c1") == pytest.approx(adapter.capabilities.rates.stream_interval + MARGIN)

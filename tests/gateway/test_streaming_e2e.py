@@ -130,4 +130,6 @@ async def test_streaming_off_keeps_the_progress_message_and_a_separate_reply(
     await settled(running.store)
     progress, reply = running.adapter.sent
     assert progress.text.startswith("Working on it") and reply.text == ANSWER
+    # The progress message's last edit ("Used: ...") is recorded after the reply went out.
+    await eventually(lambda: running.adapter.edits, "the progress message's last edit")
     assert {e.message_id for e in running.adapter.edits} == {"m1"}  # only the progress message

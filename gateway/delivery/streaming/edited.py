@@ -37,7 +37,8 @@ class EditSurface(RecordedSurface):
         t = self._target
         if self._message_id is not None and row.stream == StreamMode.NATIVE.value and not self._stopped_native:
             await self._stop_native()
-            await self._delivery.budget.take(t.platform, t.chat_id)  # the stop spent this update's turn: the edit waits
+            self._delivery.budget.finished(t.platform, t.chat_id)  # the stop spent this update's turn: the edit waits
+            await self._delivery.budget.take(t.platform, t.chat_id)
         text, markup = chunk.text, self.markup
         if self._message_id is None:
             message = OutboundMessage(chat_id=t.chat_id, text=text, thread_id=t.thread_id, reply_to=t.reply_to,

@@ -25,6 +25,7 @@ is logged and the answer is delivered as without it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -181,10 +182,10 @@ class ReplyStream:
         a 429 is waited out and the stop tried again, so the answer's edit finds the stream ended."""
         target = self._target
         for attempt in range(1, MAX_FAILURES + 1):
-            if self._surface.ends_with_a_write:
-                await self._budget.take(target.platform, target.chat_id)
+            writing = self._surface.ends_with_a_write
             try:
-                await self._surface.end()
+                async with self._budget.write(target.platform, target.chat_id) if writing else contextlib.nullcontext():
+                    await self._surface.end()
                 return
             except RateLimited as error:
                 self._budget.hold(target.platform, target.chat_id, error.retry_after)
@@ -243,7 +244,6 @@ class ReplyStream:
 
     async def _pace(self) -> None:
         """Wait for the stream's interval, the chat's budget and, before the first message, enough text."""
-        target = self._target
         while not self._stopping:
             now = self._clock()
             delay = max(self._next_at - now, self._budget_wait(self._working))
@@ -291,15 +291,16 @@ class ReplyStream:
     async def _update(self, tool_line: bool, content: str) -> None:
         target = self._target
         budget = self._budget_for(tool_line)
-        if budget == "write":
-            await self._budget.take(target.platform, target.chat_id)
-        elif budget == "append":
-            await self._budget.take_append(target.platform, target.chat_id)
+        spending = (
+            self._budget.write(target.platform, target.chat_id, append=budget == "append")
+            if budget in ("write", "append") else contextlib.nullcontext()
+        )  # fmt: skip
         try:
-            if tool_line:
-                await self._surface.show_tools(content)
-            else:
-                await self._surface.show(content)
+            async with spending:
+                if tool_line:
+                    await self._surface.show_tools(content)
+                else:
+                    await self._surface.show(content)
         except StreamingUnsupported as error:
             self._fall_back(str(error))
             self._wake.set()
