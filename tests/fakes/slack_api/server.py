@@ -117,8 +117,9 @@ class Failure:
 class FakeSlack:
     def __init__(self, host: str = "127.0.0.1", *, clock: Callable[[], float] = time.monotonic) -> None:
         self.host = host
+        self._own_clock = clock
         self.clock = clock
-        """The time rate limits and :attr:`shown` use."""
+        """The time rate limits and :attr:`shown` use (a test may replace it; :meth:`reset` puts it back)."""
         self.port = 0
         self._runner: web.AppRunner | None = None
         self._changed = asyncio.Condition()
@@ -141,6 +142,7 @@ class FakeSlack:
             await self._runner.cleanup()
 
     def reset(self) -> None:
+        self.clock = self._own_clock  # a test's stopped clock would hold every later test's windows shut
         self.calls: list[ApiCall] = []
         self.posts: list[Post] = []
         self.updates: list[dict[str, Any]] = []
