@@ -266,7 +266,7 @@ def verdicts(result: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
 
 
 def report(result: Mapping[str, Any]) -> None:
-    say(f"first visible reply text (p50 / p99 ms), streaming vs off:")
+    say("first visible reply text (p50 / p99 ms), streaming vs off:")
     say(f"  {'all':<15} {result['first_visible_ms_p50']:>8,.0f} / {result['first_visible_ms_p99']:>8,.0f}   "
         f"off {result['first_visible_ms_p50_nostream']:>8,.0f} / {result['first_visible_ms_p99_nostream']:>8,.0f}")
     for kind in KINDS:

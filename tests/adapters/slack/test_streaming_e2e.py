@@ -120,7 +120,7 @@ async def test_a_429_on_stopping_the_stream_is_waited_out_and_the_final_text_is_
     start_slack: SlackFactory, fake_slack: FakeSlack, model_server: ModelServer
 ) -> None:
     fake_slack.fail_next("chat.stopStream", Failure.rate_limited(1))
-    thread = await ask(start_slack, model_server, Text(ANSWER, pace=25))
+    await ask(start_slack, model_server, Text(ANSWER, pace=25))
 
     [streamed] = fake_slack.streams.messages.values()
     assert chat_calls(fake_slack)[-3:] == ["chat.stopStream", "chat.stopStream", "chat.update"], (
