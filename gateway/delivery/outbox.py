@@ -194,12 +194,7 @@ class Delivery:
                 message = OutboundMessage(chat_id=chat_id, text=chunk.text, thread_id=thread_id, markup=markup,
                                           nonce=nonce)  # fmt: skip
                 try:
-                    try:
-                        async with self.budget.write(platform, chat_id):
-                            await adapter.send(message)
-                    except MarkupRejected:
-                        async with self.budget.write(platform, chat_id):
-                            await adapter.send(replace(message, text=chunk.plain or chunk.text, markup=Markup.PLAIN))
+                    await self._send_once(adapter, platform, message, plain=chunk.plain or chunk.text)
                 except AdapterError as error:
                     if isinstance(error, RateLimited):
                         self.budget.hold(platform, chat_id, error.retry_after)
@@ -426,15 +421,21 @@ class Delivery:
                                   reply_to=record.reply_to, markup=markup,
                                   nonce=nonce_for(f"{record.turn_id}#resent", record.chunk_index))  # fmt: skip
         try:
-            try:
-                message_id = await adapter.send(message)
-            except MarkupRejected:
-                message_id = await adapter.send(replace(message, text=record.plain or text, markup=Markup.PLAIN))
+            message_id = await self._send_once(adapter, record.platform, message, plain=record.plain or text)
         except AdapterError as error:
             return await self._give_up(record, f"{reason}; sending it anew failed too: {error}")
         await self._store.outbox_mark_sent(record.id, message_id)
         self._metrics.deliveries.inc(record.platform)
         return message_id
+
+    async def _send_once(self, adapter: Adapter, platform: str, message: OutboundMessage, *, plain: str) -> str:
+        """One send inside the chat's budget, sent again as ``plain`` text if the platform refuses its markup."""
+        try:
+            async with self.budget.write(platform, message.chat_id):
+                return await adapter.send(message)
+        except MarkupRejected:
+            async with self.budget.write(platform, message.chat_id):
+                return await adapter.send(replace(message, text=plain, markup=Markup.PLAIN))
 
     async def _backoff(self, record: OutboxRecord, attempt: int, error: DeliveryError) -> None:
         state = RetryCallState(None, None, (), {})  # type: ignore[arg-type]  # the formula reads the attempt only
