@@ -13,6 +13,7 @@ from __future__ import annotations
 from adapters.contract import DeliveryError, OutboundMessage, StreamingUnsupported, StreamMode
 from gateway.delivery.policy import chunk_nonce
 from gateway.delivery.streaming.surface import RecordedSurface
+from storage import OutboxRecord
 
 
 class NotExtending(Exception):
@@ -47,7 +48,7 @@ class NativeSurface(RecordedSurface):
         chunk = self._delivery.preview(t.platform, text)
         await self._record(chunk.text, chunk.plain)
 
-    async def _open(self):  # type: ignore[no-untyped-def]
+    async def _open(self) -> OutboxRecord | None:
         row = await super()._open()
         if row is not None and self._message_id is not None and not self._appended:
             raise NotExtending()  # a crashed run's message: what it appended is not known, edit it instead
