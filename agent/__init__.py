@@ -26,6 +26,7 @@ from agent.caching import CachePolicy, cache_policy
 from agent.compressor import CompressionResult, ContextEngine
 from agent.core import Agent, AgentSession, AgentSettings
 from agent.errors import ErrorKind, ModelUnavailableError, ProviderError
+from agent.media import MediaPart, MediaSource, image_tokens, part_tokens, standin, vision_default
 from agent.memory import LOCK_FILE as MEMORY_LOCK_FILE
 from agent.memory import MemoryStore, MemoryTarget, make_private_dirs
 from agent.memory_scopes import MemoryBank, MemoryScope, holds_legacy_memory, move_legacy
@@ -48,6 +49,8 @@ __all__ = [
     "ContextEngine",
     "ErrorKind",
     "MEMORY_LOCK_FILE",
+    "MediaPart",
+    "MediaSource",
     "MemoryBank",
     "MemoryScope",
     "MemoryStore",
@@ -68,7 +71,11 @@ __all__ = [
     "combine_ephemeral",
     "estimate_message",
     "holds_legacy_memory",
+    "image_tokens",
     "make_private_dirs",
     "make_provider",
     "move_legacy",
+    "part_tokens",
+    "standin",
+    "vision_default",
 ]

@@ -7,7 +7,9 @@ translated from and to:
 - an ``assistant`` message may carry ``tool_calls`` (each with an id, a tool
   name and its JSON ``arguments`` string);
 - a ``tool`` message answers one call through ``tool_call_id`` (and repeats the
-  ``tool_name`` so a result can be read without its call).
+  ``tool_name`` so a result can be read without its call);
+- a ``user`` message may carry ``media``: pictures and documents by reference
+  (:class:`agent.media.MediaPart`), sent to the model before its text.
 
 Storage keeps the same fields, one row per message; providers translate these
 into their wire formats (``agent/providers``).
@@ -18,6 +20,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from agent.media import MediaPart
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
@@ -61,6 +65,8 @@ class ChatMessage:
     tool_call_id: str | None = None
     tool_name: str | None = None
     reasoning: str | None = None
+    media: tuple[MediaPart, ...] = ()
+    """Pictures and documents sent with a user message (references; the bytes are read per call)."""
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     """Bookkeeping that never goes to a model (e.g. ``{"summary": True}``)."""
     token_estimate: int | None = field(default=None, init=False, repr=False, compare=False, hash=False)
@@ -103,6 +109,8 @@ class ChatMessage:
             data["tool_name"] = self.tool_name
         if self.reasoning is not None:
             data["reasoning"] = self.reasoning
+        if self.media:
+            data["media"] = [part.to_dict() for part in self.media]
         if self.meta:
             data["meta"] = dict(self.meta)
         return data
@@ -116,5 +124,6 @@ class ChatMessage:
             tool_call_id=data.get("tool_call_id"),
             tool_name=data.get("tool_name"),
             reasoning=data.get("reasoning"),
+            media=tuple(MediaPart.from_dict(part) for part in data.get("media") or ()),
             meta=dict(data.get("meta") or {}),
         )

@@ -11,76 +11,27 @@ from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationInfo, field_validator
+from pydantic import BeforeValidator, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from config.environment import listing
+from config.fields import (
+    Fraction,
+    IdList,
+    Port,
+    PositiveFloat,
+    PositiveInt,
+    Secret,
+    Section,
+    Toggle,
+    at_least,
+    between,
+    blank_to_none,
+    id_as_text,
+    off_as_written,
+)
+from config.media import MediaConfig
 from config.secret_variables import SecretVariable
-
-Toggle = Literal["auto", True, False]
-"""``auto``: on when the credentials it needs are present."""
-
-
-def _between(low: float, high: float) -> AfterValidator:
-    def check(value: float) -> float:
-        if not low <= value <= high:
-            raise PydanticCustomError(
-                "out_of_range", "must be between {low} and {high}", {"low": f"{low:g}", "high": f"{high:g}"}
-            )
-        return value
-
-    return AfterValidator(check)
-
-
-def _at_least(low: float) -> AfterValidator:
-    def check(value: float) -> float:
-        if value < low:
-            raise PydanticCustomError("too_small", "must be at least {low}", {"low": f"{low:g}"})
-        return value
-
-    return AfterValidator(check)
-
-
-Fraction = Annotated[float, _between(0.0, 1.0)]
-Port = Annotated[int, _between(0, 65535)]
-PositiveInt = Annotated[int, _at_least(1)]
-PositiveFloat = Annotated[float, _at_least(0.001)]
-Secret = str | None
-
-
-def _id_as_text(value: object) -> object:
-    """A user, chat, channel, server or team id, written as text or as a YAML whole number (what `/whoami`
-    shows, unquoted: 123456789, -1001234567890, Discord's 18 digits, which YAML reads exactly), kept as text.
-    A float or a boolean is refused: 1.5e17 has lost digits, and ``yes`` is YAML's true."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    raise PydanticCustomError("id_type", "must be an id, written as a whole number or as text")
-
-
-IdList = list[Annotated[str, BeforeValidator(_id_as_text)]]
-
-
-def _off_as_written(value: object) -> object:
-    """YAML reads an unquoted ``off`` as false (and ``on`` as true): take them as the words written."""
-    return {False: "off", True: "auto"}.get(value, value) if isinstance(value, bool) else value
-
-
-def _blank_to_none(value: object) -> object:
-    return None if isinstance(value, str) and not value.strip() else value
-
-
-class Section(BaseModel):
-    """Base for every config section: strict about keys, immutable once loaded."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _empty_strings_are_unset(cls, value: object) -> object:
-        # `${TOKEN:-}` with TOKEN unset gives "", which means "not configured".
-        return _blank_to_none(value)
 
 
 class ModelConfig(Section):
@@ -94,6 +45,8 @@ class ModelConfig(Section):
     """Another endpoint for the API (a proxy, OpenRouter, vLLM, Ollama, a test server)."""
     context_length: PositiveInt | None = None
     """The model's context window in tokens; overrides the built-in table."""
+    vision: bool | None = None
+    """Whether the model reads images (and PDFs); unset: the built-in table by model name (unknown names: no)."""
     cache_ttl: Literal["5m", "1h", "auto"] = "auto"
     """Prompt-cache lifetime: 5m, 1h, or auto (picked per session from how fast the user replies)."""
     max_tokens: PositiveInt = 4096
@@ -111,7 +64,7 @@ class AgentConfig(Section):
     """Extra instructions added to every session's system prompt."""
     workdir: str | None = None
     """A project directory whose AGENTS.md / CLAUDE.md / .switchboard.md enter the prompt."""
-    max_iterations: Annotated[int, _between(1, 500)] = 90
+    max_iterations: Annotated[int, between(1, 500)] = 90
     """Model calls with tools allowed in one turn."""
     tool_timeout: PositiveFloat = 120.0
     """Seconds one tool call may run."""
@@ -128,16 +81,18 @@ class FallbackModel(Section):
     """Its key; unset means the main model's key when the provider is the same, else the provider's variable."""
     base_url: str | None = None
     """Its endpoint; unset means the provider's default."""
+    vision: bool | None = None
+    """Whether it reads images; unset: the built-in table by model name."""
 
 
 class ModelPrice(Section):
-    input: Annotated[float, _at_least(0.0)]
+    input: Annotated[float, at_least(0.0)]
     """USD per million uncached input tokens."""
-    output: Annotated[float, _at_least(0.0)]
+    output: Annotated[float, at_least(0.0)]
     """USD per million output tokens."""
-    cache_read: Annotated[float, _at_least(0.0)] | None = None
+    cache_read: Annotated[float, at_least(0.0)] | None = None
     """USD per million tokens read from cache (default: 10% of input)."""
-    cache_write: Annotated[float, _at_least(0.0)] | None = None
+    cache_write: Annotated[float, at_least(0.0)] | None = None
     """USD per million tokens written to cache (default: 1.25x input for 5m, 2x for 1h)."""
 
 
@@ -162,7 +117,7 @@ class CompressionConfig(Section):
     """Keep long conversations inside the model's window by summarising their middle."""
     threshold: Fraction = 0.50
     """The agent compacts when the prompt reaches this share of the context window."""
-    target_ratio: Annotated[float, _between(0.10, 0.80)] = 0.20
+    target_ratio: Annotated[float, between(0.10, 0.80)] = 0.20
     """Share of the threshold kept verbatim as the recent tail."""
     protect_last_n: PositiveInt = 20
     """At least this many recent messages are never summarised."""
@@ -175,12 +130,12 @@ class Listen(Section):
     """Address to listen on."""
     port: Port = 8443
     """Port to listen on."""
-    header_timeout: Annotated[float, _between(0.1, 600.0)] = 10.0
+    header_timeout: Annotated[float, between(0.1, 600.0)] = 10.0
     """Seconds a client has to send a request's line and headers (from connecting, or from the first byte of
     its next request); slower clients are disconnected."""
-    body_timeout: Annotated[float, _between(0.1, 3600.0)] = 30.0
+    body_timeout: Annotated[float, between(0.1, 3600.0)] = 30.0
     """Seconds a request's body has to arrive once its headers are in; slower ones get 408 and are disconnected."""
-    max_connections: Annotated[int, _between(1, 100_000)] = 256
+    max_connections: Annotated[int, between(1, 100_000)] = 256
     """Connections open at once; one more is answered 503 and closed."""
 
 
@@ -217,7 +172,7 @@ class PlatformSection(Section):
 
     enabled: Toggle = "auto"
     """auto: on when the settings it requires are set."""
-    stream_edit_interval: Annotated[float, _between(0.2, 60.0)] | None = None
+    stream_edit_interval: Annotated[float, between(0.2, 60.0)] | None = None
     """Seconds at least between two updates of a reply shown while it is written (unset: the platform's own
     pace, which keeps inside its rate limits)."""
 
@@ -258,11 +213,11 @@ class TelegramConfig(PlatformSection):
     """Answer everyone (an open bot)."""
     require_mention: bool = True
     """In groups, answer only when mentioned or replied to."""
-    poll_timeout: Annotated[int, _between(1, 50)] = 30
+    poll_timeout: Annotated[int, between(1, 50)] = 30
     """Polling mode: seconds one getUpdates request waits for new messages (long polling)."""
-    stall_timeout: Annotated[float, _between(2.0, 3600.0)] = 120.0
+    stall_timeout: Annotated[float, between(2.0, 3600.0)] = 120.0
     """Polling mode: seconds without a successful getUpdates before polling is restarted on a new connection."""
-    webhook_check_interval: Annotated[float, _between(1.0, 3600.0)] = 60.0
+    webhook_check_interval: Annotated[float, between(1.0, 3600.0)] = 60.0
     """Webhook mode: seconds between getWebhookInfo checks (lost registration, Telegram failing to reach us)."""
 
     def required(self) -> tuple[str, ...]:
@@ -378,15 +333,15 @@ class SessionsConfig(Section):
     """When a conversation starts afresh on its own."""
     idle_minutes: PositiveInt = 1440
     """With reset: idle, minutes of silence after which the next message starts a new session."""
-    daily_hour: Annotated[int, _between(0, 23)] = 4
+    daily_hour: Annotated[int, between(0, 23)] = 4
     """With reset: daily, the local hour at which sessions roll over."""
     group_per_user: bool = True
     """In groups, each user has their own session (threads stay shared)."""
     busy: Literal["queue", "interrupt"] = "queue"
     """A message sent while the bot is answering: queue (answered next, together) or interrupt."""
-    debounce_ms: Annotated[int, _between(0, 10000)] = 400
+    debounce_ms: Annotated[int, between(0, 10000)] = 400
     """Messages typed within this many milliseconds of each other become one turn."""
-    max_concurrent_turns: Annotated[int, _between(1, 1000)] = 16
+    max_concurrent_turns: Annotated[int, between(1, 1000)] = 16
     """Agents working at the same time (model calls and tools); more wait for a slot. Delivery needs none."""
 
 
@@ -412,7 +367,7 @@ class LoggingConfig(Section):
     """The least severe level of Switchboard's own lines written (libraries: warning, or see ``libraries``)."""
     max_size_mb: PositiveFloat = 10.0
     """Rotate the file when it grows past this many megabytes."""
-    backups: Annotated[int, _between(0, 100)] = 5
+    backups: Annotated[int, between(0, 100)] = 5
     """How many rotated files to keep."""
     console: bool = True
     """Also write log lines to standard error (for Docker and systemd journals)."""
@@ -448,23 +403,23 @@ class HealthConfig(Listen):
 
 
 class GatewayConfig(Section):
-    drain_timeout: Annotated[float, _between(0.0, 3600.0)] = 30.0
+    drain_timeout: Annotated[float, between(0.0, 3600.0)] = 30.0
     """On shutdown, seconds running turns may take to finish before they are stopped."""
-    streaming: Annotated[Literal["auto", "off"], BeforeValidator(_off_as_written)] = "auto"
+    streaming: Annotated[Literal["auto", "off"], BeforeValidator(off_as_written)] = "auto"
     """auto: a reply is shown while the model writes it, the way each platform does it best; off: it is sent
     once written, with the tool progress message (``tool_progress``) while tools run."""
     tool_progress: bool = True
     """While a turn calls tools, show one message saying what the agent is doing, edited as it goes."""
     event_loop: Literal["auto", "uvloop", "asyncio"] = "auto"
     """``auto``: uvloop when installed (it is a dependency on Linux and macOS), else asyncio's loop."""
-    undelivered_retry_every: Annotated[float, _between(1.0, 3600.0)] = 60.0
+    undelivered_retry_every: Annotated[float, between(1.0, 3600.0)] = 60.0
     """Seconds between new attempts at replies a platform could not take (an outage, a long rate limit)."""
-    undelivered_keep_hours: Annotated[float, _between(0.0, 168.0)] = 24.0
+    undelivered_keep_hours: Annotated[float, between(0.0, 168.0)] = 24.0
     """Hours such a reply is kept and tried again before it is given up (``delivery.failed``)."""
-    database_retry_notice_after: Annotated[float, _between(0.0, 3600.0)] = 5.0
+    database_retry_notice_after: Annotated[float, between(0.0, 3600.0)] = 5.0
     """A turn the database let down (locked, disk full, I/O error) is tried again while the gateway runs;
     once it has taken this many seconds, the user gets one short notice that the answer is delayed."""
-    database_retry_max_delay: Annotated[float, _between(0.01, 3600.0)] = 60.0
+    database_retry_max_delay: Annotated[float, between(0.01, 3600.0)] = 60.0
     """The longest pause, in seconds, between two tries of such a turn (the pauses double up to it)."""
 
 
@@ -481,6 +436,7 @@ class Settings(Section):
     logging: LoggingConfig = LoggingConfig()
     health: HealthConfig = HealthConfig()
     gateway: GatewayConfig = GatewayConfig()
+    media: MediaConfig = MediaConfig()
 
 
 PLATFORMS: tuple[str, ...] = tuple(PlatformsConfig.model_fields)

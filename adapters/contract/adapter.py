@@ -42,8 +42,8 @@ from enum import StrEnum
 from types import TracebackType
 from typing import Any, ClassVar, Literal, Self
 
-from adapters.contract.errors import AdapterError, StreamingUnsupported
-from adapters.contract.events import ChatType, CommandMenu, InboundMessage, Markup, OutboundMessage
+from adapters.contract.errors import AdapterError, MediaUnavailable, StreamingUnsupported
+from adapters.contract.events import Attachment, ChatType, CommandMenu, InboundMessage, Markup, OutboundMessage
 from adapters.contract.streaming import Rate, RateLimits, StreamMode
 
 Intake = Callable[[InboundMessage], Awaitable[None]]
@@ -220,6 +220,16 @@ class Adapter(abc.ABC):
         """Show ``status`` ("is searching past conversations…") on the platform's own status line for the
         thread, where it has one (Slack's ``assistant.threads.setStatus``); empty text clears it."""
         raise StreamingUnsupported(f"{self.platform} has no status line")
+
+    # --- files that came with a message ------------------------------------------------------
+    async def fetch_media(self, attachment: Attachment, *, max_bytes: int, timeout: float) -> bytes:
+        """The bytes of ``attachment`` (one of an inbound message's), downloaded through the
+        platform's API on its configured base URL. Raises :class:`MediaUnavailable` with a reason:
+        ``too_large`` as soon as the platform's claim or the bytes read pass ``max_bytes`` (nothing
+        more is read), ``timeout`` after ``timeout`` seconds in all, ``redirect`` for a redirect
+        to another host (never followed), ``gone``, ``refused`` or ``failed``.
+        Default: this platform cannot download files."""
+        raise MediaUnavailable("unsupported", f"files sent on {self.platform} cannot be read here")
 
     # --- status ----------------------------------------------------------------------------
     def status(self) -> AdapterStatus:

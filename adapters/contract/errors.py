@@ -63,6 +63,21 @@ class StreamingUnsupported(AdapterError):
     remembers the refusal for the platform and kind of chat."""
 
 
+class MediaUnavailable(AdapterError):
+    """A file that came with a message could not be downloaded. ``reason`` says why in one word,
+    for logs and metrics; the message says it in words a user can be shown.
+
+    Reasons: ``too_large`` (over the ``max_bytes`` asked for, by the platform's claim or while
+    reading), ``timeout``, ``redirect`` (the URL sent us to another host), ``gone`` (404/410, an
+    expired file), ``refused`` (401/403: a missing scope such as Slack's ``files:read``),
+    ``failed`` (any other HTTP or network failure), ``unsupported`` (this platform cannot download files).
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """What a platform call was doing, for the delivery error's message."""

@@ -66,11 +66,34 @@ class Attachment:
     mime_type: str | None = None
     size: int | None = None
     ref: str | None = None
-    """Where the platform keeps it (a file id or URL)."""
+    """Where the platform keeps it: the id the adapter downloads it by (Telegram file id, Discord
+    attachment id, Slack file id)."""
+    url: str | None = None
+    """Where it is downloaded from, when the platform gives a URL (Discord CDN, Slack
+    ``url_private_download``); None where the adapter asks for one (Telegram ``getFile``)."""
+    width: int | None = None
+    height: int | None = None
+    duration: float | None = None
+    """Seconds of audio or video, as the platform claims it (checked again from the bytes)."""
+    smaller: tuple[Attachment, ...] = ()
+    """Smaller renditions of the same picture, largest first (Telegram sends a photo in several
+    sizes): the gateway takes the largest one within its limit."""
 
     def __post_init__(self) -> None:
         _make_storable(self, "Attachment", _ATTACHMENT_TEXT)
         _check_type(self, "Attachment", "size", int, optional=True)
+        _check_type(self, "Attachment", "width", int, optional=True)
+        _check_type(self, "Attachment", "height", int, optional=True)
+        if self.duration is not None and (isinstance(self.duration, bool) or not isinstance(self.duration, int | float)):
+            raise TypeError(f"Attachment.duration must be a number of seconds, not {type(self.duration).__name__}")
+        if self.smaller.__class__ is not tuple or not all(isinstance(item, Attachment) for item in self.smaller):
+            raise TypeError("Attachment.smaller must be a tuple of Attachment values")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Attachment:
+        values = dict(data)
+        values["smaller"] = tuple(cls.from_dict(item) for item in values.get("smaller") or ())
+        return cls(**values)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,6 +116,9 @@ class InboundMessage:
     """The Discord server (guild) or Slack team the chat belongs to; None where there is none."""
     user_name: str = ""
     attachments: tuple[Attachment, ...] = ()
+    group_id: str | None = None
+    """Messages sent together as one album (Telegram ``media_group_id``) share this id: the gateway
+    waits briefly for the rest of the album so that it becomes one turn."""
     mentioned: bool = False
     """The bot was @mentioned or the message replies to the bot."""
     from_bot: bool = False
@@ -125,17 +151,17 @@ class InboundMessage:
     def from_dict(cls, data: dict[str, Any]) -> InboundMessage:
         values = dict(data)
         values["chat_type"] = ChatType(values["chat_type"])
-        values["attachments"] = tuple(Attachment(**item) for item in values.get("attachments") or ())
+        values["attachments"] = tuple(Attachment.from_dict(item) for item in values.get("attachments") or ())
         return cls(**values)
 
 
 _INBOUND_FIELDS = tuple(f.name for f in fields(InboundMessage))
 _INBOUND_TEXT: Final = (
     ("platform", False), ("event_id", False), ("chat_id", False), ("user_id", False), ("text", False),
-    ("user_name", False), ("message_id", True), ("thread_id", True), ("server_id", True),
+    ("user_name", False), ("message_id", True), ("thread_id", True), ("server_id", True), ("group_id", True),
 )  # fmt: skip
 """Every text field of an inbound message, and whether it may be None."""
-_ATTACHMENT_TEXT: Final = (("kind", False), ("name", True), ("mime_type", True), ("ref", True))
+_ATTACHMENT_TEXT: Final = (("kind", False), ("name", True), ("mime_type", True), ("ref", True), ("url", True))
 
 
 def _make_storable(value: object, kind: str, text_fields: tuple[tuple[str, bool], ...]) -> None:
