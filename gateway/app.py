@@ -127,6 +127,7 @@ class Gateway:
             busy=settings.sessions.busy,
             on_cancelled=self._turn_stopped,
             on_wait=self.metrics.queue_wait.observe,
+            linger=album_linger(settings.media.album_wait_ms / 1000),
         )
         # Read when /metrics is scraped, not recomputed on every message.
         self.metrics.queue_depth.set_function(self.lanes.queued)
@@ -303,6 +304,11 @@ class Gateway:
             await step
         except Exception as error:  # noqa: BLE001 - shutdown continues past a failing part
             log.error(event, platform=platform, error=str(error), exc_info=error)
+
+
+def album_linger(wait: float) -> Callable[[InboundMessage], float]:
+    """How long a lane waits, quiet, for the rest of an album once one of its messages arrived."""
+    return lambda message: wait if message.group_id else 0.0
 
 
 def access_for(loaded: LoadedConfig, adapters: Sequence[Adapter]) -> AccessControl:

@@ -5,6 +5,8 @@ Sessions run concurrently (how many agents work at once is limited inside the tu
 lane:
 
 * messages typed within the debounce window become one turn;
+* a message that is part of a group sent together (a Telegram album) holds the lane quiet for
+  its ``linger`` time (``media.album_wait_ms``), so the rest of the group joins the same turn;
 * a message arriving while the session's turn runs waits and is coalesced into
   the next turn (``busy: queue``), or cancels the running turn so the next one
   starts at once with everything pending (``busy: interrupt``);
@@ -62,15 +64,20 @@ class Lanes(Generic[T]):
         busy: BusyMode = "queue",
         on_cancelled: OnCancelled[T] | None = None,
         on_wait: Callable[[float], None] | None = None,
+        linger: Callable[[T], float] | None = None,
     ) -> None:
         """``on_wait``: how long the oldest message of each turn waited in its lane (seconds): the
-        debounce window, the session's running turn, a ``/compress`` holding the lane."""
+        debounce window, the session's running turn, a ``/compress`` holding the lane.
+        ``linger``: the quiet time (seconds) a waiting item asks for before its turn starts, when longer
+        than the debounce (an album's item waits for the album's rest); the wait is cut off after
+        ``max_debounce`` plus that time."""
         self._run_turn = run_turn
         self._on_wait = on_wait
         self._on_cancelled = on_cancelled
         self._tracker = tracker
         self._debounce = debounce
         self._max_debounce = max_debounce
+        self._linger = linger
         self._busy = busy
         self._lanes: dict[str, _Lane[T]] = {}
 
@@ -176,16 +183,24 @@ class Lanes(Generic[T]):
                 del self._lanes[lane.key]
 
     async def _settle(self, lane: _Lane[T]) -> None:
-        """Wait until no new message arrived for ``debounce`` seconds (at most ``max_debounce``)."""
-        if self._debounce <= 0:
-            return
-        deadline = time.monotonic() + self._max_debounce
+        """Wait until no new message arrived for the quiet time: ``debounce`` seconds, or longer while an
+        item asks for it (``linger``); at most ``max_debounce`` plus the longest linger."""
+        started = time.monotonic()
         while True:
+            quiet = self._quiet(lane)
+            if quiet <= 0:
+                return
             lane.arrived.clear()
-            remaining = deadline - time.monotonic()
+            lingering = quiet if quiet > self._debounce else 0.0
+            remaining = started + self._max_debounce + lingering - time.monotonic()
             if remaining <= 0:
                 return
             try:
-                await asyncio.wait_for(lane.arrived.wait(), timeout=min(self._debounce, remaining))
+                await asyncio.wait_for(lane.arrived.wait(), timeout=min(quiet, remaining))
             except TimeoutError:
                 return
+
+    def _quiet(self, lane: _Lane[T]) -> float:
+        """How long the lane must stay quiet before its turn starts."""
+        lingers = [self._linger(item) for item in lane.pending] if self._linger is not None else []
+        return max([self._debounce, *lingers])

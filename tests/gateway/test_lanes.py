@@ -245,3 +245,25 @@ async def test_a_lane_taken_again_the_moment_it_is_released_still_starts_no_turn
     await taker
     await settle(tracker)
     assert turns.batches == [("a", ["sent while held"])]
+
+
+async def test_an_item_that_lingers_holds_the_lane_until_its_group_is_complete() -> None:
+    """An album's photo arrives: the lane waits the album's quiet time (longer than the debounce, here
+    none) for the rest of the album, so the photos sent together are one turn."""
+    tracker, turns = TaskTracker(), Turns()
+    released = asyncio.Event()
+
+    def linger(item: str) -> float:
+        return 30.0 if item.startswith("album") and not released.is_set() else 0.0
+
+    lanes: Lanes[str] = Lanes(turns, tracker, linger=linger)
+    lanes.submit("a", "album-1")
+    await asyncio.sleep(0.05)  # pacing: the album's next photo comes a moment later
+    lanes.submit("a", "album-2")
+    lanes.submit("b", "plain")  # a message outside any album is not held
+    await eventually(lambda: ("b", ["plain"]) in turns.batches, "the plain message's turn")
+    assert not [batch for key, batch in turns.batches if key == "a"]
+    released.set()
+    lanes.submit("a", "album-3")  # the last photo: the album no longer asks for quiet
+    await settle(tracker)
+    assert [batch for key, batch in turns.batches if key == "a"] == [["album-1", "album-2", "album-3"]]
