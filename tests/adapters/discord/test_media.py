@@ -34,6 +34,15 @@ async def sent_alone(emulator: DiscordEmulator, adapter: DiscordAdapter, item: d
     return attachment
 
 
+async def failure(
+    adapter: DiscordAdapter, attachment: Attachment, *, max_bytes: int = LIMIT, timeout: float = 30
+) -> MediaUnavailable:
+    """What ``fetch_media`` raised (it must raise)."""
+    with pytest.raises(MediaUnavailable) as failed:
+        await adapter.fetch_media(attachment, max_bytes=max_bytes, timeout=timeout)
+    return failed.value
+
+
 async def test_attachments_say_where_they_are_and_how_big(emulator: DiscordEmulator, adapter: DiscordAdapter) -> None:
     photo = emulator.attachment(PNG, "screenshot.png", content_type="image/png", width=1920, height=1080)
     document = emulator.attachment(PDF, "report.pdf", content_type="application/pdf")
@@ -71,9 +80,8 @@ async def test_a_file_over_the_limit_by_discords_claim_is_refused_without_downlo
     emulator: DiscordEmulator, adapter: DiscordAdapter
 ) -> None:
     big = await sent_alone(emulator, adapter, emulator.attachment(PNG, "huge.png", size=50_000_000))
-    with pytest.raises(MediaUnavailable) as refused:
-        await adapter.fetch_media(big, max_bytes=LIMIT, timeout=30)
-    assert refused.value.reason == "too_large" and "50000000" in str(refused.value)
+    refused = await failure(adapter, big)
+    assert refused.reason == "too_large" and "50000000" in str(refused)
     assert emulator.files.downloads == []
 
 
@@ -81,33 +89,19 @@ async def test_a_file_larger_than_claimed_stops_at_the_limit(
     emulator: DiscordEmulator, adapter: DiscordAdapter
 ) -> None:
     liar = await sent_alone(emulator, adapter, emulator.attachment(b"x" * 5000, "small.txt", size=10))
-    with pytest.raises(MediaUnavailable) as refused:
-        await adapter.fetch_media(liar, max_bytes=1000, timeout=30)
-    assert refused.value.reason == "too_large"
+    assert (await failure(adapter, liar, max_bytes=1000)).reason == "too_large"
 
 
-async def test_a_deleted_attachment_is_gone(emulator: DiscordEmulator, adapter: DiscordAdapter) -> None:
-    item = emulator.attachment(PNG, "old.png", content_type="image/png")
-    emulator.files.missing(item["id"])
-    with pytest.raises(MediaUnavailable) as failed:
-        await adapter.fetch_media(await sent_alone(emulator, adapter, item), max_bytes=LIMIT, timeout=30)
-    assert failed.value.reason == "gone"
-
-
-async def test_a_download_that_never_answers_times_out(emulator: DiscordEmulator, adapter: DiscordAdapter) -> None:
-    item = emulator.attachment(PNG, "slow.png", content_type="image/png")
-    emulator.files.hang(item["id"])
-    with pytest.raises(MediaUnavailable) as failed:
-        await adapter.fetch_media(await sent_alone(emulator, adapter, item), max_bytes=LIMIT, timeout=0.5)
-    assert failed.value.reason == "timeout"
-
-
-async def test_a_download_cut_short_fails(emulator: DiscordEmulator, adapter: DiscordAdapter) -> None:
-    item = emulator.attachment(PDF, "half.pdf", content_type="application/pdf")
-    emulator.files.cut_short(item["id"])
-    with pytest.raises(MediaUnavailable) as failed:
-        await adapter.fetch_media(await sent_alone(emulator, adapter, item), max_bytes=LIMIT, timeout=30)
-    assert failed.value.reason == "failed"
+@pytest.mark.parametrize(("trouble", "reason"), [("missing", "gone"), ("hang", "timeout"), ("cut_short", "failed")])
+async def test_a_download_that_goes_wrong_says_how(
+    emulator: DiscordEmulator, adapter: DiscordAdapter, trouble: str, reason: str
+) -> None:
+    """404 (deleted, or the signed address expired): gone; no answer in time: timeout; a body that ends before
+    its length: failed."""
+    item = emulator.attachment(PDF, "trouble.pdf", content_type="application/pdf")
+    getattr(emulator.files, trouble)(item["id"])
+    attachment = await sent_alone(emulator, adapter, item)
+    assert (await failure(adapter, attachment, timeout=0.5 if trouble == "hang" else 30)).reason == reason
 
 
 async def test_a_redirect_to_another_site_is_not_followed(
@@ -115,9 +109,7 @@ async def test_a_redirect_to_another_site_is_not_followed(
 ) -> None:
     item = emulator.attachment(PNG, "moved.png", content_type="image/png")
     emulator.files.redirect(item["id"], other_site.url("/elsewhere.png"))
-    with pytest.raises(MediaUnavailable) as failed:
-        await adapter.fetch_media(await sent_alone(emulator, adapter, item), max_bytes=LIMIT, timeout=30)
-    assert failed.value.reason == "redirect"
+    assert (await failure(adapter, await sent_alone(emulator, adapter, item))).reason == "redirect"
     assert other_site.requests == []
 
 
@@ -126,7 +118,6 @@ async def test_an_attachment_url_off_discords_cdn_is_never_fetched(
 ) -> None:
     url = other_site.url("/attachments/1/2/cat.png")
     item = payloads.attachment("cat.png", size=100, content_type="image/png", url=url)
-    with pytest.raises(MediaUnavailable) as refused:
-        await adapter.fetch_media(await sent_alone(emulator, adapter, item), max_bytes=LIMIT, timeout=30)
-    assert refused.value.reason == "refused" and "127.0.0.2" in str(refused.value)
+    refused = await failure(adapter, await sent_alone(emulator, adapter, item))
+    assert refused.reason == "refused" and "127.0.0.2" in str(refused)
     assert other_site.requests == []

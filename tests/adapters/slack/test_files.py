@@ -41,6 +41,12 @@ class Running:
         await eventually(lambda: len(self.received) == 1)
         return self.received[0]
 
+    async def failure(self, attachment: Attachment, *, timeout: float = 30) -> MediaUnavailable:
+        """What ``fetch_media`` raised (it must raise)."""
+        with pytest.raises(MediaUnavailable) as failed:
+            await self.adapter.fetch_media(attachment, max_bytes=LIMIT, timeout=timeout)
+        return failed.value
+
     async def shared_file(self, item: dict[str, Any]) -> Attachment:
         inbound = await self.shared(message(DM, ALICE, "see this", subtype="file_share", files=[item]))
         (attachment,) = inbound.attachments
@@ -99,26 +105,19 @@ async def test_a_file_over_the_limit_by_slacks_claim_is_refused_without_download
     slack: Running, fake_slack: FakeSlack
 ) -> None:
     big = await slack.shared_file(fake_slack.files.hosted(PNG, "huge.png", "image/png", size=40_000_000))
-    with pytest.raises(MediaUnavailable) as refused:
-        await slack.adapter.fetch_media(big, max_bytes=LIMIT, timeout=30)
-    assert refused.value.reason == "too_large" and "40000000" in str(refused.value)
+    refused = await slack.failure(big)
+    assert refused.reason == "too_large" and "40000000" in str(refused)
     assert fake_slack.files.served.downloads == []
 
 
-async def test_a_deleted_file_is_gone(slack: Running, fake_slack: FakeSlack) -> None:
-    item = fake_slack.files.hosted(PNG, "old.png", "image/png")
-    fake_slack.files.served.missing(item["id"])
-    with pytest.raises(MediaUnavailable) as failed:
-        await slack.adapter.fetch_media(await slack.shared_file(item), max_bytes=LIMIT, timeout=30)
-    assert failed.value.reason == "gone"
-
-
-async def test_a_download_that_never_answers_times_out(slack: Running, fake_slack: FakeSlack) -> None:
-    item = fake_slack.files.hosted(PNG, "slow.png", "image/png")
-    fake_slack.files.served.hang(item["id"])
-    with pytest.raises(MediaUnavailable) as failed:
-        await slack.adapter.fetch_media(await slack.shared_file(item), max_bytes=LIMIT, timeout=0.5)
-    assert failed.value.reason == "timeout"
+@pytest.mark.parametrize(("trouble", "reason"), [("missing", "gone"), ("hang", "timeout"), ("cut_short", "failed")])
+async def test_a_download_that_goes_wrong_says_how(
+    slack: Running, fake_slack: FakeSlack, trouble: str, reason: str
+) -> None:
+    item = fake_slack.files.hosted(PNG, "trouble.png", "image/png")
+    getattr(fake_slack.files.served, trouble)(item["id"])
+    attachment = await slack.shared_file(item)
+    assert (await slack.failure(attachment, timeout=0.5 if trouble == "hang" else 30)).reason == reason
 
 
 async def test_a_redirect_to_another_site_is_not_followed(
@@ -127,9 +126,8 @@ async def test_a_redirect_to_another_site_is_not_followed(
     # What Slack does when the token may not read files (no files:read): off to a sign-in page.
     item = fake_slack.files.hosted(PNG, "moved.png", "image/png")
     fake_slack.files.served.redirect(item["id"], other_site.url("/signin?redir=files-pri"))
-    with pytest.raises(MediaUnavailable) as failed:
-        await slack.adapter.fetch_media(await slack.shared_file(item), max_bytes=LIMIT, timeout=30)
-    assert failed.value.reason == "redirect" and "files:read" in str(failed.value)
+    failed = await slack.failure(await slack.shared_file(item))
+    assert failed.reason == "redirect" and "files:read" in str(failed)
     assert other_site.requests == []
 
 
@@ -138,9 +136,8 @@ async def test_a_file_url_on_another_site_gets_no_request_and_no_token(
 ) -> None:
     item = fake_slack.files.hosted(PNG, "cat.png", "image/png")
     item["url_private_download"] = other_site.url("/files-pri/T0TEAM-F1/download/cat.png")
-    with pytest.raises(MediaUnavailable) as refused:
-        await slack.adapter.fetch_media(await slack.shared_file(item), max_bytes=LIMIT, timeout=30)
-    assert refused.value.reason == "refused" and "127.0.0.2" in str(refused.value)
+    refused = await slack.failure(await slack.shared_file(item))
+    assert refused.reason == "refused" and "127.0.0.2" in str(refused)
     assert other_site.requests == []
 
 
@@ -149,9 +146,8 @@ async def test_a_file_kept_outside_slack_cannot_be_read_and_says_so(
 ) -> None:
     linked = await slack.shared_file(fake_slack.files.external("Plan.gdoc", other_site.url("/document/d/1")))
     assert linked.url is None and linked.ref
-    with pytest.raises(MediaUnavailable) as failed:
-        await slack.adapter.fetch_media(linked, max_bytes=LIMIT, timeout=30)
-    assert failed.value.reason == "unsupported" and "outside Slack" in str(failed.value)
+    failed = await slack.failure(linked)
+    assert failed.reason == "unsupported" and "outside Slack" in str(failed)
     assert other_site.requests == []
 
 
@@ -171,7 +167,5 @@ async def test_a_file_looked_up_is_refused_by_its_size_before_the_download(
 ) -> None:
     item = fake_slack.files.hosted(PDF, "their-big.pdf", "application/pdf", size=30_000_000)
     stub = await slack.shared_file(fake_slack.files.connect_stub(item))
-    with pytest.raises(MediaUnavailable) as refused:
-        await slack.adapter.fetch_media(stub, max_bytes=LIMIT, timeout=30)
-    assert refused.value.reason == "too_large"
+    assert (await slack.failure(stub)).reason == "too_large"
     assert fake_slack.files.served.downloads == []
