@@ -18,12 +18,11 @@ import asyncio
 import os
 import time
 from pathlib import PurePath
-from urllib.parse import urlsplit
 
 import openai
 import structlog
 
-from config.media import TranscriptionConfig
+from config.media import TranscriptionConfig, url_host
 from gateway.media.errors import MediaRejected
 
 log = structlog.get_logger("gateway.media")
@@ -68,7 +67,7 @@ class Transcriber:
         self._client = openai.AsyncOpenAI(
             api_key=key or NO_KEY, base_url=config.base_url, timeout=config.timeout, max_retries=0
         )
-        self.endpoint = endpoint_label(str(self._client.base_url))
+        self.endpoint = url_host(str(self._client.base_url))
         """Where transcriptions go, for logs and operator output: the endpoint's host (and port)."""
         if key is None and config.base_url is None:
             log.warning("media.transcription_no_key", endpoint=self.endpoint,
@@ -160,9 +159,3 @@ def upload_name(name: str | None, mime: str) -> str:
         stem, suffix = base if not path.suffix else path.stem, SUFFIX_FOR_MIME.get(mime, path.suffix)
     return stem[: MAX_NAME - len(suffix)] + suffix
 
-
-def endpoint_label(base_url: str) -> str:
-    """``host`` or ``host:port`` of an endpoint URL (no path, no credentials)."""
-    parts = urlsplit(base_url)
-    host = parts.hostname or base_url
-    return f"{host}:{parts.port}" if parts.port else host
