@@ -124,6 +124,12 @@ class Transcriber:
                     attempts=attempts)  # fmt: skip
         return MediaRejected("transcription_failed", FAILURES[reason])
 
+    async def listed_models(self, *, timeout: float) -> list[str]:
+        """The model ids the endpoint lists (``GET /models``): a read-only call that shows it is reachable and takes
+        the key, for health checks. Raises the SDK's errors as they are."""
+        page = await self._client.models.list(timeout=timeout)
+        return [model.id for model in page.data]
+
     async def aclose(self) -> None:
         await self._client.close()
 
