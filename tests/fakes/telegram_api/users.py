@@ -44,23 +44,10 @@ class UserSide:
         self.chats[chat.id] = chat
         return chat
 
-    async def say(
-        self,
-        user: User,
-        text: str | None = None,
-        *,
-        chat: Chat | None = None,
-        thread_id: int | None = None,
-        reply_to_bot: int | None = None,
-        **fields: Any,
-    ) -> dict[str, Any]:
+    async def say(self, user: User, text: str | None = None, **fields: Any) -> dict[str, Any]:
         """``user`` writes ``text`` (in a private chat unless ``chat`` is given); returns the update.
-
-        ``reply_to_bot`` is the id of a bot message this one replies to; ``fields`` go to
-        :func:`.builders.message_json` (``caption``, ``entities``, ``extra`` for media).
-        """
-        message = self.message(user, text, chat=chat, thread_id=thread_id, reply_to_bot=reply_to_bot, **fields)
-        [update] = await self.queue(message)
+        ``fields``: those of :meth:`message`."""
+        [update] = await self.queue(self.message(user, text, **fields))
         return update
 
     def message(
@@ -73,7 +60,11 @@ class UserSide:
         reply_to_bot: int | None = None,
         **fields: Any,
     ) -> dict[str, Any]:
-        """The message :meth:`say` sends, built but not queued (see :meth:`queue`)."""
+        """The message :meth:`say` sends, built but not queued (see :meth:`queue`).
+
+        ``reply_to_bot`` is the id of a bot message this one replies to; ``fields`` go to
+        :func:`.builders.message_json` (``caption``, ``entities``, ``extra`` for media).
+        """
         chat = self.add_chat(chat or self.chats.get(user.id) or Chat.private(user))
         reply = None
         if reply_to_bot is not None:
