@@ -57,7 +57,8 @@ class MediaSide(FileSide):
         self, user: User, name: str, mime_type: str, *, data: bytes | None = None, caption: str | None = None,
         chat: Chat | None = None, fault: Fault | None = None,
     ) -> dict[str, Any]:  # fmt: skip
-        document = Document(data if data is not None else f"contents of {name}".encode(), name, mime_type, fault)
+        data = data if data is not None else f"contents of {name}".encode(errors="replace")  # a name may hold half a pair
+        document = Document(data, name, mime_type, fault)
         return await self.say(user, chat=chat, caption=caption, extra={"document": self.document_json(document)})
 
     async def send_voice(
