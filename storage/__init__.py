@@ -34,7 +34,7 @@ from storage.faults import FaultSeam
 from storage.ids import new_session_id
 from storage.ledger import TurnEnd
 from storage.lineage import END_COMPRESSION
-from storage.media import MediaFolder
+from storage.media import MediaFolder, media_files
 from storage.messages import MessageAppend
 from storage.records import (
     InboxRecord,
@@ -95,6 +95,7 @@ __all__ = [
     "database_in_use",
     "fault_of",
     "is_busy",
+    "media_files",
     "new_session_id",
     "restore_database",
 ]

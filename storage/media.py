@@ -32,7 +32,7 @@ from typing import Final
 
 from storage.log import log
 
-__all__ = ["MediaFolder", "is_media_name"]
+__all__ = ["MediaFolder", "is_media_name", "media_files"]
 
 _NAME: Final = re.compile(r"[0-9a-f]{64}")
 _SHARD: Final = re.compile(r"[0-9a-f]{2}")
@@ -153,19 +153,31 @@ class MediaFolder:
         return files, size
 
     def _entries(self) -> list[os.DirEntry[str]]:
-        """Every media file and temporary file in the shard directories (nothing else)."""
-        found: list[os.DirEntry[str]] = []
-        for shard in _scan(self.root):
-            if not (_SHARD.fullmatch(shard.name) and shard.is_dir(follow_symlinks=False)):
+        return _entries(self.root, temporary=True)
+
+
+def media_files(root: Path) -> list[Path]:
+    """The media files under ``root`` (no temporary files, nothing that is not ours), in name order.
+
+    Blocking: for tools such as ``switchboard backup``, not for the event loop.
+    """
+    return sorted(Path(entry.path) for entry in _entries(root, temporary=False))
+
+
+def _entries(root: Path, *, temporary: bool) -> list[os.DirEntry[str]]:
+    """Every media file in the shard directories, and with ``temporary`` every temporary file."""
+    found: list[os.DirEntry[str]] = []
+    for shard in _scan(root):
+        if not (_SHARD.fullmatch(shard.name) and shard.is_dir(follow_symlinks=False)):
+            continue
+        for entry in _scan(Path(shard.path)):
+            if not entry.is_file(follow_symlinks=False):
                 continue
-            for entry in _scan(Path(shard.path)):
-                if not entry.is_file(follow_symlinks=False):
-                    continue
-                if is_media_name(entry.name) and entry.name.startswith(shard.name):
-                    found.append(entry)
-                elif entry.name.startswith(".") and entry.name.endswith(".tmp"):
-                    found.append(entry)
-        return found
+            if is_media_name(entry.name) and entry.name.startswith(shard.name):
+                found.append(entry)
+            elif temporary and entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                found.append(entry)
+    return found
 
 
 def _scan(directory: Path) -> list[os.DirEntry[str]]:
