@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Final
 
+from storage.files import fsync_path
 from storage.log import log
 
 __all__ = ["MediaFolder", "is_media_name", "media_files"]
@@ -117,7 +118,7 @@ class MediaFolder:
         except BaseException:
             temporary.unlink(missing_ok=True)
             raise
-        _fsync_dir(path.parent)  # the name survives a crash as surely as the message that refers to it
+        fsync_path(path.parent)  # the name survives a crash as surely as the message that refers to it
         return name
 
     def _prune(self, max_age: float) -> tuple[int, int]:
@@ -204,11 +205,3 @@ def _private_dir(path: Path, *, parents: bool = False) -> None:
     except FileExistsError:
         return
     os.chmod(path, PRIVATE_DIR)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

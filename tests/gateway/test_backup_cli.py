@@ -9,6 +9,8 @@ import stat
 import time
 from pathlib import Path
 
+import pytest
+
 from agent.memory import MemoryTarget
 from agent.memory_scopes import MemoryBank, MemoryScope
 from config.home import ensure_home
@@ -128,18 +130,21 @@ async def create_database(db: Path) -> None:
     await (await Store.open(db)).close()
 
 
-def test_restore_refuses_a_backup_that_was_changed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("changed", ["SOUL.md", "a media file"])
+def test_restore_refuses_a_backup_that_was_changed(tmp_path: Path, changed: str) -> None:
     home = tmp_path / "home"
     make_home(home)
     asyncio.run(create_database(home / "state.db"))
+    (kept,) = put_media(home, PHOTO)
     done = switchboard("backup", str(tmp_path / "b"), home=home)
     assert done.returncode == 0, done.stderr
     (made,) = (tmp_path / "b").iterdir()
-    (made / "SOUL.md").write_text("tampered\n", encoding="utf-8")
+    path = made / "SOUL.md" if changed == "SOUL.md" else made / "media" / kept[:2] / kept
+    path.write_bytes(b"tampered\n")
     refused = switchboard("restore", str(made), home=home)
     assert refused.returncode == 1
     assert "differs from MANIFEST.json" in refused.stderr
-    assert not (home / "state.db.before-restore").exists()
+    assert not (home / "state.db.before-restore").exists() and not (home / "media.before-restore").exists()
 
 
 def test_backup_without_a_database_says_there_is_nothing_to_back_up(tmp_path: Path) -> None:
@@ -167,18 +172,3 @@ def test_a_backup_made_before_media_were_kept_restores_and_leaves_the_media_alon
     assert "media/        not in the backup; the home's is unchanged" in done.stdout
     assert asyncio.run(MediaFolder(home / "media").read(kept)) == PHOTO
     assert not (home / "media.before-restore").exists()
-
-
-def test_restore_refuses_a_backup_whose_media_were_changed(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    make_home(home)
-    asyncio.run(create_database(home / "state.db"))
-    (kept,) = put_media(home, PHOTO)
-    done = switchboard("backup", str(tmp_path / "b"), home=home)
-    assert done.returncode == 0, done.stderr
-    (made,) = (tmp_path / "b").iterdir()
-    (made / "media" / kept[:2] / kept).write_bytes(b"something else")
-    refused = switchboard("restore", str(made), home=home)
-    assert refused.returncode == 1
-    assert "differs from MANIFEST.json" in refused.stderr
-    assert not (home / "media.before-restore").exists() and not (home / "state.db.before-restore").exists()
