@@ -72,6 +72,11 @@ class LoadedConfig:
         return self.home / "memories"
 
     @property
+    def media_dir(self) -> Path:
+        """The media folder: the photos and documents users sent, by SHA-256 (``storage.MediaFolder``)."""
+        return self.home / "media"
+
+    @property
     def soul_path(self) -> Path:
         return self.home / "SOUL.md"
 
