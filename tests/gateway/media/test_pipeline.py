@@ -43,35 +43,27 @@ async def test_a_photo_becomes_an_image_part_downscaled_and_kept(
     assert shelf.fetched == [("p1", 10 * MB, 60.0)]
 
 
-async def test_of_a_photos_renditions_the_smallest_with_every_pixel_the_model_gets_is_downloaded(
-    make_pipeline: PipelineFactory, shelf: FileShelf
+@pytest.mark.parametrize(
+    ("renditions", "taken", "width"),
+    [
+        # Every pixel the model gets (1568 on the long edge) is in "small": the larger ones cost more for nothing.
+        ([("big", 3 * MB, 2560, 1920), ("small", 300_000, 1600, 1200), ("thumb", 40_000, 800, 600)], "small", 1238),
+        # Over the limit, all but the thumbnail: the largest within the limit.
+        ([("big", 11 * MB, 4000, 3000), ("thumb", 90_000, 800, 600)], "thumb", 800),
+    ],
+)
+async def test_of_a_photos_renditions_the_smallest_with_every_pixel_the_model_gets_within_the_limit_is_downloaded(
+    make_pipeline: PipelineFactory, shelf: FileShelf, renditions: list[tuple[str, int, int, int]], taken: str, width: int
 ) -> None:
-    shelf.files["small"] = files.jpeg(1600, 1200)
-    photo = Attachment(kind="photo", ref="huge", size=12 * MB, width=5000, height=3750, smaller=(
-        Attachment(kind="photo", ref="big", size=3 * MB, width=2560, height=1920),
-        Attachment(kind="photo", ref="small", size=300_000, width=1600, height=1200),
-        Attachment(kind="photo", ref="thumb", size=40_000, width=800, height=600),
-    ))  # fmt: skip
+    for ref, _, w, h in renditions:
+        shelf.files[ref] = files.jpeg(w, h)
+    smaller = tuple(Attachment(kind="photo", ref=ref, size=size, width=w, height=h) for ref, size, w, h in renditions)
+    photo = Attachment(kind="photo", ref="huge", size=12 * MB, width=5000, height=3750, smaller=smaller)
 
     prepared = await make_pipeline().prepare(shelf, message(photo))
 
-    assert [ref for ref, _, _ in shelf.fetched] == ["small"]
-    assert (prepared.parts[0].width, prepared.parts[0].height) == (1238, 928)
-
-
-async def test_a_rendition_within_the_limit_is_taken_when_the_photo_is_over_it(
-    make_pipeline: PipelineFactory, shelf: FileShelf
-) -> None:
-    shelf.files["thumb"] = files.jpeg(800, 600)
-    photo = Attachment(kind="photo", ref="huge", size=12 * MB, width=5000, height=3750, smaller=(
-        Attachment(kind="photo", ref="big", size=11 * MB, width=4000, height=3000),
-        Attachment(kind="photo", ref="thumb", size=90_000, width=800, height=600),
-    ))  # fmt: skip
-
-    prepared = await make_pipeline().prepare(shelf, message(photo))
-
-    assert [ref for ref, _, _ in shelf.fetched] == ["thumb"]
-    assert prepared.parts[0].width == 800
+    assert [ref for ref, _, _ in shelf.fetched] == [taken]
+    assert prepared.parts[0].width == width
 
 
 async def test_a_file_claimed_over_the_limit_is_refused_before_downloading_with_the_limit_in_mb(
