@@ -51,15 +51,16 @@ class PreparedImage:
 def prepare_image(data: bytes, *, max_pixels: int) -> PreparedImage:
     """``data`` (a sniffed picture) checked, upright, downscaled and re-encoded (see the module's docstring)."""
     try:
-        with Image.open(io.BytesIO(data), formats=FORMATS) as image:
-            width, height = image.size
-            if width * height > max_pixels:
-                raise MediaRejected("bomb", f"the picture is {width} x {height} pixels, {_over(max_pixels)}")
-            lossless = image.format in LOSSLESS
-            image.draft(None, fitted(width, height))  # JPEG: decoded at 1/2, 1/4 or 1/8 when that is still enough
-            image.load()
-            icc = image.info.get("icc_profile")
-            upright = ImageOps.exif_transpose(image)
+        # Not closed by a with-block: it reads from memory, and when no resize is needed it is the picture encoded.
+        image = Image.open(io.BytesIO(data), formats=FORMATS)
+        width, height = image.size
+        if width * height > max_pixels:
+            raise MediaRejected("bomb", f"the picture is {width} x {height} pixels, {_over(max_pixels)}")
+        lossless = image.format in LOSSLESS
+        image.draft(None, fitted(width, height))  # JPEG: decoded at 1/2, 1/4 or 1/8 when that is still enough
+        image.load()
+        icc = image.info.get("icc_profile")
+        ImageOps.exif_transpose(image, in_place=True)  # in place: no second copy of the pixels
     except Image.DecompressionBombError:
         # Pillow's own limit: it refuses pictures past twice its 89 megapixels as it opens them.
         raise MediaRejected("bomb", f"the picture claims {_over(max_pixels)}") from None
@@ -67,10 +68,10 @@ def prepare_image(data: bytes, *, max_pixels: int) -> PreparedImage:
         raise
     except Exception as error:  # noqa: BLE001 - any failure to decode untrusted bytes means the same to the user
         raise MediaRejected("corrupt", "the picture is damaged or incomplete and could not be read") from error
-    size = fitted(*upright.size)
-    if size != upright.size:
-        upright = upright.resize(size, Image.Resampling.LANCZOS, reducing_gap=3.0)
-    return _encode(upright, lossless=lossless, icc=icc)
+    size = fitted(*image.size)
+    if size != image.size:
+        image = image.resize(size, Image.Resampling.LANCZOS, reducing_gap=3.0)
+    return _encode(image, lossless=lossless, icc=icc)
 
 
 def fitted(width: int, height: int) -> tuple[int, int]:
