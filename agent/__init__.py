@@ -26,7 +26,7 @@ from agent.caching import CachePolicy, cache_policy
 from agent.compressor import CompressionResult, ContextEngine
 from agent.core import Agent, AgentSession, AgentSettings
 from agent.errors import ErrorKind, ModelUnavailableError, ProviderError
-from agent.media import MediaPart, MediaSource, image_tokens, part_tokens, standin, vision_default
+from agent.media import ANTHROPIC_MAX_EDGE, ANTHROPIC_MAX_PIXELS, MediaPart, MediaSource, image_tokens, part_tokens, standin, vision_default
 from agent.memory import LOCK_FILE as MEMORY_LOCK_FILE
 from agent.memory import MemoryStore, MemoryTarget, make_private_dirs
 from agent.memory_scopes import MemoryBank, MemoryScope, holds_legacy_memory, move_legacy
@@ -35,11 +35,13 @@ from agent.prompt import combine_ephemeral
 from agent.providers import make_provider
 from agent.providers.base import ModelRequest, ModelResponse, Provider
 from agent.providers.router import ModelRouter, ModelTarget
-from agent.tokens import estimate_message
+from agent.tokens import estimate_message, estimate_text
 from agent.tools import ScopedSearchFunction
 from agent.usage import Price, PriceTable, Usage
 
 __all__ = [
+    "ANTHROPIC_MAX_EDGE",
+    "ANTHROPIC_MAX_PIXELS",
     "Agent",
     "AgentSession",
     "AgentSettings",
@@ -70,6 +72,7 @@ __all__ = [
     "cache_policy",
     "combine_ephemeral",
     "estimate_message",
+    "estimate_text",
     "holds_legacy_memory",
     "image_tokens",
     "make_private_dirs",
