@@ -8,7 +8,6 @@ libraries and emulators are tested end to end elsewhere.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,28 +21,7 @@ from gateway.media.errors import MediaRejected
 from gateway.media.pipeline import MediaPipeline
 from tests.fakes.adapter import LoopbackAdapter
 
-try:
-    from storage import MediaFolder
-except ImportError:  # storage/media.py comes with branch i28-storage: until it is merged, the stand-in below
-    MediaFolder = None  # type: ignore[assignment,misc]
-
-
-class StandInFolder:
-    """The interface of ``storage.MediaFolder`` that the pipeline uses (put, read), files under ``root`` by sha256."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    async def put(self, data: bytes) -> str:
-        name = hashlib.sha256(data).hexdigest()
-        path = self.root / name[:2] / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        return name
-
-    async def read(self, sha256: str) -> bytes | None:
-        path = self.root / sha256[:2] / sha256
-        return path.read_bytes() if path.exists() else None
+from storage import MediaFolder
 
 
 class FileShelf(LoopbackAdapter):
@@ -100,9 +78,9 @@ class ScriptedTranscriber:
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Any:
+def folder(tmp_path: Path) -> MediaFolder:
     root = tmp_path / "media"
-    return MediaFolder(root) if MediaFolder is not None else StandInFolder(root)
+    return MediaFolder(root)
 
 
 @pytest.fixture
