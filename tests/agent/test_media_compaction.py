@@ -4,9 +4,7 @@ against the fake model server)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 
-import pytest_asyncio
 
 from agent.caching import CachePolicy
 from agent.compressor import ContextCompressor
@@ -20,13 +18,6 @@ from tests.agent.test_compressor_support import FakeSummarizer
 from tests.fakes.model_server import ModelServer, Text
 
 PICTURE = png(64, 40)
-
-
-@pytest_asyncio.fixture
-async def provider(model_server: ModelServer) -> AsyncIterator[AnthropicProvider]:
-    instance = AnthropicProvider(api_key="test", base_url=model_server.base_url, timeout=30.0)
-    yield instance
-    await instance.aclose()
 
 
 def middle_with_media() -> tuple[list[ChatMessage], MediaPart, MediaPart]:
@@ -44,9 +35,9 @@ def middle_with_media() -> tuple[list[ChatMessage], MediaPart, MediaPart]:
 
 
 async def test_compaction_gives_the_summariser_one_line_per_attachment_and_keeps_the_tail_media(
-    provider: AnthropicProvider, model_server: ModelServer
+    claude: AnthropicProvider, model_server: ModelServer
 ) -> None:
-    router = ModelRouter([ModelTarget(provider, "claude-sonnet-4-6", CachePolicy(True, True))], RetryPolicy(max_attempts=1))
+    router = ModelRouter([ModelTarget(claude, "claude-sonnet-4-6", CachePolicy(True, True))], RetryPolicy(max_attempts=1))
     compressor = ContextCompressor(20_000, protect_last_n=4, summarizer=ModelSummarizer(router))
     messages, early, late = middle_with_media()
     notes = "## Goal\nFix the bug.\n\n## Attachments\n[photo: screenshot of a KeyError traceback, sent 2026-11-27 14:02 UTC]"

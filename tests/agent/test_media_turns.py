@@ -7,11 +7,9 @@ agent's injected seam (the gateway passes the home's media folder), here a dict.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 import yaml
 
 from agent.caching import CachePolicy
@@ -30,15 +28,8 @@ STARTED = dt.datetime(2026, 11, 27, 14, 0, tzinfo=dt.timezone.utc)
 PICTURE = png(64, 40)
 
 
-@pytest_asyncio.fixture
-async def provider(model_server: ModelServer) -> AsyncIterator[AnthropicProvider]:
-    instance = AnthropicProvider(api_key="test", base_url=model_server.base_url, timeout=30.0)
-    yield instance
-    await instance.aclose()
-
-
-def make_agent(provider: AnthropicProvider, home: Path, source: MemorySource | None, *, vision: bool | None = None) -> Agent:
-    target = ModelTarget(provider, "claude-sonnet-4-6", CachePolicy(True, True), vision)
+def make_agent(claude: AnthropicProvider, home: Path, source: MemorySource | None, *, vision: bool | None = None) -> Agent:
+    target = ModelTarget(claude, "claude-sonnet-4-6", CachePolicy(True, True), vision)
     return Agent(AgentSettings(home=home), ModelRouter([target], RetryPolicy(max_attempts=1)), media=source)
 
 
@@ -49,13 +40,13 @@ async def turn_with(agent: Agent, *messages: ChatMessage) -> None:
 
 
 async def test_the_turn_reads_each_file_once_and_every_call_carries_it(
-    provider: AnthropicProvider, model_server: ModelServer, tmp_path: Path
+    claude: AnthropicProvider, model_server: ModelServer, tmp_path: Path
 ) -> None:
     source = every_file()
     source.add(PICTURE)
     photo = image_part(PICTURE, 64, 40)
     model_server.script(ToolUse("memory", {"action": "add", "target": "user", "content": "Sends screenshots."}), Text("a grey box"))
-    await turn_with(make_agent(provider, tmp_path, source), ChatMessage(role="user", content="what is it?", media=(photo, pdf_part())))
+    await turn_with(make_agent(claude, tmp_path, source), ChatMessage(role="user", content="what is it?", media=(photo, pdf_part())))
     first, second = model_server.requests
     assert [seen.wire for seen in first.media] == [seen.wire for seen in second.media] == ["image", "document"]
     assert first.media[0].data == second.media[0].data == PICTURE
@@ -63,9 +54,9 @@ async def test_the_turn_reads_each_file_once_and_every_call_carries_it(
     assert sorted(source.reads) == sorted([photo.sha256, pdf_part().sha256])
 
 
-async def test_a_file_no_longer_kept_is_a_stand_in(provider: AnthropicProvider, model_server: ModelServer, tmp_path: Path) -> None:
+async def test_a_file_no_longer_kept_is_a_stand_in(claude: AnthropicProvider, model_server: ModelServer, tmp_path: Path) -> None:
     photo = image_part(PICTURE, 64, 40)
-    await turn_with(make_agent(provider, tmp_path, MemorySource()), ChatMessage(role="user", content="and this?", media=(photo,)))
+    await turn_with(make_agent(claude, tmp_path, MemorySource()), ChatMessage(role="user", content="and this?", media=(photo,)))
     record = model_server.last_request
     assert record.status == 200 and record.media == []
     assert record.messages[-1]["content"][0]["text"] == standin(photo, "no longer kept")
@@ -73,17 +64,17 @@ async def test_a_file_no_longer_kept_is_a_stand_in(provider: AnthropicProvider, 
 
 
 async def test_without_a_media_source_every_part_is_a_stand_in(
-    provider: AnthropicProvider, model_server: ModelServer, tmp_path: Path
+    claude: AnthropicProvider, model_server: ModelServer, tmp_path: Path
 ) -> None:
-    await turn_with(make_agent(provider, tmp_path, None), ChatMessage(role="user", content="see?", media=(text_part(),)))
+    await turn_with(make_agent(claude, tmp_path, None), ChatMessage(role="user", content="see?", media=(text_part(),)))
     assert "no longer kept" in model_server.last_request.messages[-1]["content"][0]["text"]
 
 
 async def test_a_model_without_vision_reads_no_picture_and_says_so(
-    provider: AnthropicProvider, model_server: ModelServer, tmp_path: Path
+    claude: AnthropicProvider, model_server: ModelServer, tmp_path: Path
 ) -> None:
     source = MemorySource(PICTURE)
-    agent = make_agent(provider, tmp_path, source, vision=False)
+    agent = make_agent(claude, tmp_path, source, vision=False)
     session = agent.open_session(session_id="S1", platform="telegram", memory=None)
     assert agent.vision is False and session.vision is False
     await turn_with(agent, ChatMessage(role="user", content="see?", media=(image_part(PICTURE, 64, 40),)))

@@ -3,38 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
-
-import pytest
-import pytest_asyncio
+from collections.abc import Mapping
 
 from agent.caching import CachePolicy
 from agent.media import MediaPart
 from agent.messages import ChatMessage
-from agent.providers.anthropic_messages import AnthropicProvider
 from agent.providers.base import ModelRequest, Provider
-from agent.providers.openai_chat import OpenAIProvider
 from agent.providers.router import ModelRouter, ModelTarget, RetryPolicy
 from tests.agent.media_support import NOTES, PDF, PDF_TEXT, SENT_TEXT, image_part, pdf_part, png, sha, text_part
+from tests.agent.sdk_providers import build
 from tests.fakes.model_server import ModelServer, ServerError, Text
 
 PICTURE = png(64, 40)
 FILES = {sha(PICTURE): PICTURE, sha(PDF): PDF, sha(PDF_TEXT.encode()): PDF_TEXT.encode(), sha(NOTES.encode()): NOTES.encode()}
-
-
-def build(kind: str, server: ModelServer, *, stream: bool = True) -> Provider:
-    if kind == "anthropic":
-        return AnthropicProvider(api_key="test", base_url=server.base_url, stream=stream, timeout=30.0)
-    return OpenAIProvider(api_key="test", base_url=server.base_url + "/v1", stream=stream, timeout=30.0)
-
-
-@pytest_asyncio.fixture(params=[("anthropic", True), ("anthropic", False), ("openai", True), ("openai", False)],
-                        ids=["anthropic-stream", "anthropic-plain", "openai-stream", "openai-plain"])
-async def provider(request: pytest.FixtureRequest, model_server: ModelServer) -> AsyncIterator[Provider]:
-    kind, stream = request.param
-    instance = build(kind, model_server, stream=stream)
-    yield instance
-    await instance.aclose()
 
 
 def ask(provider: Provider, *parts: MediaPart, text: str = "what is wrong here?", **fields: object) -> ModelRequest:
