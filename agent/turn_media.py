@@ -4,19 +4,20 @@ Before each model call the loop asks :meth:`TurnMedia.read` for the bytes of eve
 request, for every model that may answer it (the main one and its fallbacks: a model without
 vision needs a PDF's text, one with vision the PDF itself). What was read stays for the rest of
 the turn, so the calls of a tool loop read each file once; what is gone (pruned after the
-retention period, or a read that failed) is left out, and the part goes as a stand-in.
+retention period, or a read that failed) is left out, and the part goes as a stand-in. Files
+a request leaves out anyway (the oldest past its limits) are not read.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import structlog
 
 from agent.media import MediaSource, ProviderStyle
 from agent.messages import ChatMessage
-from agent.providers.media_blocks import needed
+from agent.providers.media_blocks import left_out, needed
 
 log = structlog.get_logger("agent.media")
 
@@ -32,13 +33,7 @@ class TurnMedia:
 
     async def read(self, messages: Sequence[ChatMessage]) -> Mapping[str, bytes]:
         """The bytes the parts in ``messages`` need, as far as they are still kept."""
-        names = {
-            name
-            for message in messages
-            for part in message.media
-            for style, vision in self._readers
-            if (name := needed(part, style=style, vision=vision)) is not None
-        }
+        names = {name for style, vision in self._readers for name in _names(messages, style, vision)}
         missing = [name for name in names if name not in self._read]
         if missing:
             found = await asyncio.gather(*(self._one(name) for name in missing))
@@ -56,3 +51,13 @@ class TurnMedia:
         if data is None:
             log.debug("media.gone", sha256=name)
         return data
+
+
+def _names(messages: Sequence[ChatMessage], style: ProviderStyle, vision: bool) -> Iterator[str]:
+    """The bytes a request of ``style`` and ``vision`` on ``messages`` sends."""
+    omitted = left_out(messages, style=style, vision=vision)
+    for at, message in enumerate(messages):
+        for index, part in enumerate(message.media):
+            name = needed(part, style=style, vision=vision)
+            if name is not None and (at, index) not in omitted:
+                yield name

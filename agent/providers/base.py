@@ -19,7 +19,7 @@ from typing import Any
 from agent.caching import Ttl, apply_cache_markers, visible_text
 from agent.media import ProviderStyle
 from agent.messages import ChatMessage
-from agent.providers.media_blocks import media_content
+from agent.providers.media_blocks import left_out, media_content
 from agent.providers.text_feed import TextListener
 from agent.usage import Usage
 
@@ -90,7 +90,8 @@ def chat_dicts(request: ModelRequest, *, style: ProviderStyle = "openai") -> lis
     """The request as chat-completions style dicts, with cache breakpoints when caching is on.
 
     A user message's media parts become content blocks of ``style``'s wire format before its
-    text (:func:`agent.providers.media_blocks.media_content`).
+    text (:func:`agent.providers.media_blocks.media_content`); the oldest files past what one
+    request may carry are stand-ins.
 
     A blank assistant answer stored in the history (the model said nothing, or only whitespace)
     is left out, and blank text around tool calls is sent as none: Anthropic refuses a
@@ -100,14 +101,15 @@ def chat_dicts(request: ModelRequest, *, style: ProviderStyle = "openai") -> lis
     sits inside a cached prefix and the stored conversation never sees it.
     """
     dicts: list[dict[str, Any]] = []
+    omitted = left_out(request.messages, style=style, vision=request.vision)
     if request.system:
         dicts.append({"role": "system", "content": request.system})
-    for message in request.messages:
+    for at, message in enumerate(request.messages):
         if message.role == "system":
             raise ValueError("the system prompt goes in ModelRequest.system, not among the messages")
         if message.role == "assistant" and not message.tool_calls and not visible_text(message.content):
             continue  # a blank answer kept in the history: nothing to send, on any layout
-        dicts.append(_chat_dict(message, request, style))
+        dicts.append(_chat_dict(message, request, style, {index for where, index in omitted if where == at}))
     if request.cache_ttl is not None:
         dicts = apply_cache_markers(dicts, ttl=request.cache_ttl, native=request.cache_native)
     if request.ephemeral:
@@ -115,13 +117,13 @@ def chat_dicts(request: ModelRequest, *, style: ProviderStyle = "openai") -> lis
     return dicts
 
 
-def _chat_dict(message: ChatMessage, request: ModelRequest, style: ProviderStyle) -> dict[str, Any]:
+def _chat_dict(message: ChatMessage, request: ModelRequest, style: ProviderStyle, omitted: set[int]) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     data: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.media and message.role == "user":
         data["content"] = media_content(
-            message.media, message.content, media=request.media, style=style, vision=request.vision
+            message.media, message.content, media=request.media, style=style, vision=request.vision, omitted=omitted
         )
     if message.role == "assistant" and not visible_text(message.content):
         data["content"] = ""  # blank text around tool calls: a whitespace-only text block is refused

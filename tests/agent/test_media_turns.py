@@ -156,3 +156,15 @@ def test_a_session_estimates_as_its_main_model_counts(tmp_path: Path) -> None:
     agent = Agent(AgentSettings(home=tmp_path), router)
     photo = ChatMessage(role="user", content="", media=(image_part(PICTURE, 1000, 1000),))
     assert agent.estimate(photo) == estimate_message(photo, style="openai")
+
+
+async def test_files_a_request_leaves_out_are_not_read(claude: AnthropicProvider, model_server: ModelServer, tmp_path: Path) -> None:
+    pictures = [png(8, 8 + index) for index in range(102)]
+    source = MemorySource(*pictures)
+    history = []
+    for index, data in enumerate(pictures):
+        history += [ChatMessage(role="user", content=f"photo {index}", media=(image_part(data, 8, 8 + index),)),
+                    ChatMessage.assistant(f"seen {index}")]  # fmt: skip
+    await turn_with(make_agent(claude, tmp_path, source), *history, ChatMessage.user("which was the first?"))
+    assert model_server.last_request.status == 200 and len(model_server.last_request.media) == 100
+    assert sorted(source.reads) == sorted(image_part(data, 8, 8).sha256 for data in pictures[2:])

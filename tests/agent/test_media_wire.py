@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from agent.caching import CachePolicy
 from agent.media import MediaPart
 from agent.messages import ChatMessage
+from agent.providers.anthropic_messages import to_anthropic
 from agent.providers.base import ModelRequest, Provider
 from agent.providers.router import ModelRouter, ModelTarget, RetryPolicy
 from tests.agent.media_support import NOTES, PDF, PDF_TEXT, SENT_TEXT, image_part, pdf_part, png, sha, text_part
@@ -160,3 +161,37 @@ async def test_through_an_openai_style_envelope_a_picture_takes_no_breakpoint(mo
     body = json.dumps(model_server.last_request.messages)
     (seen,) = model_server.last_request.media
     assert seen.cache_control is None and body.count("cache_control") == 3  # system, first, ok
+
+
+async def test_a_long_photo_conversation_keeps_within_the_pictures_a_request_may_carry(model_server: ModelServer) -> None:
+    pictures = [png(8, 8 + index) for index in range(102)]
+    history = []
+    for index, data in enumerate(pictures):
+        history += [ChatMessage(role="user", content=f"photo {index}", media=(image_part(data, 8, 8 + index),)),
+                    ChatMessage.assistant(f"seen {index}")]  # fmt: skip
+    history.append(ChatMessage.user("which was the first?"))
+    provider = build("anthropic", model_server)
+    request = ModelRequest(model="claude-sonnet-4-6", system="You are a test.", messages=history,
+                           media={sha(data): data for data in pictures})  # fmt: skip
+    try:
+        await provider.complete(request)
+    finally:
+        await provider.aclose()
+    record = model_server.last_request
+    assert record.status == 200
+    assert [seen.data for seen in record.media] == pictures[2:]  # the newest hundred
+    first = record.messages[0]["content"]
+    assert first[0]["text"].endswith("left out of this request to keep it within the API's limits]")
+
+
+def test_files_past_the_request_size_are_left_out_oldest_first() -> None:
+    reports = [PDF + bytes([index]) * 8_000_000 for index in range(3)]  # 24 MB: more than one request takes
+    history = [ChatMessage(role="user", content=f"report {index}", media=(pdf_part(sha256=sha(data), size=len(data)),))
+               for index, data in enumerate(reports)]  # fmt: skip
+    request = ModelRequest(model="claude-sonnet-4-6", system="You are a test.", messages=history,
+                           media={sha(data): data for data in reports})  # fmt: skip
+    params = to_anthropic(request)
+    documents = [[block["type"] for block in turn["content"]] for turn in params["messages"]]
+    assert documents == [["text", "text", "document", "text", "document", "text"]]  # one merged user turn
+    assert "left out of this request" in params["messages"][0]["content"][0]["text"]
+    assert len(json.dumps(params)) < 32_000_000  # Anthropic's limit on a request

@@ -16,6 +16,8 @@ from .wire import SseEvent, dumps
 STOP_REASONS = {"end": "end_turn", "tool": "tool_use", "truncated": "max_tokens"}
 IMAGE_TYPES: Final = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 """The picture types the Messages API reads; any other is refused with a 400."""
+MAX_IMAGES: Final = 100
+"""The most pictures one request may carry."""
 
 
 class AnthropicDialect:
@@ -33,7 +35,7 @@ class AnthropicDialect:
     def validate(self, body: Mapping[str, Any], blocks: Sequence[PromptBlock]) -> ErrorReply | None:
         """Reject what the real service rejects with a 400: more cache breakpoints than it allows, a text
         block of nothing but whitespace, a picture of a type it does not read or a document that is not a PDF,
-        and tool_use / tool_result blocks in a request without tools."""
+        more than 100 pictures, and tool_use / tool_result blocks in a request without tools."""
         found = sum(1 for block in blocks if block.is_breakpoint)
         if found > MAX_BREAKPOINTS:
             return InvalidRequest(
@@ -46,10 +48,13 @@ class AnthropicDialect:
                 if block.get("type") == "text" and not str(block.get("text") or "").strip():
                     return InvalidRequest(message=f"messages.{index}: text content blocks must contain non-whitespace text")
                 tool_blocks = tool_blocks or block.get("type") in ("tool_use", "tool_result")
-        for item in media_in(list(body.get("messages") or ())):
+        media = media_in(list(body.get("messages") or ()))
+        for item in media:
             allowed = IMAGE_TYPES if item.wire == "image" else {"application/pdf"}
             if item.media_type not in allowed or not item.data:
                 return InvalidRequest(message=f"messages.{item.message}.content.{item.position}: invalid {item.wire} source")
+        if sum(item.wire == "image" for item in media) > MAX_IMAGES:
+            return InvalidRequest(message=f"Too many images: at most {MAX_IMAGES} images may be provided in one request.")
         if tool_blocks and not body.get("tools"):
             return InvalidRequest(message="Requests which include `tool_use` or `tool_result` blocks must define tools.")
         return None
