@@ -3,7 +3,8 @@
 It stands in only when the summary model failed (or is cooling down) and the
 next request cannot be sent otherwise. It lists what can be read off the
 turns mechanically: the user's requests, the tools used, the files mentioned,
-the errors seen and the photos and documents sent (as their placeholder lines). An earlier summary found among the turns is carried over.
+the errors seen and the photos and documents sent (as their placeholder lines).
+An earlier summary found among the turns is carried over.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 The notes use fixed sections (Goal; Constraints & Preferences; Progress with
 Done, In Progress and Blocked; Key Decisions; Relevant Files; Next Steps;
 Critical Context), and Attachments when the turns carried photos or documents
-(each reaches the summary model as a placeholder line; see ``attachments.py``). On a later compaction the model receives its previous notes
-and is asked to update them with the newer turns, so nothing is rewritten from
-scratch and finished work moves from In Progress to Done.
+(each reaches the summary model as a placeholder line; see ``attachments.py``).
+On a later compaction the model receives its previous notes and is asked to
+update them with the newer turns, so nothing is rewritten from scratch and
+finished work moves from In Progress to Done.
 """
 
 from __future__ import annotations

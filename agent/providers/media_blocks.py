@@ -16,8 +16,10 @@ A model without vision gets a one-line stand-in for each picture, and a PDF's ex
 instead of the document (it needs no vision to read text). A part whose bytes are no longer
 kept gets a stand-in saying so. One request carries at most :data:`MAX_PICTURES` pictures and
 :data:`MAX_FILE_BYTES` of pictures and PDFs: in a long conversation the oldest beyond that are
-stand-ins (:func:`left_out`), so the request stays within what the APIs take. Nothing here varies between two calls with the same bytes, so
-the blocks are as stable as the text around them (a cache breakpoint may sit on them).
+stand-ins (:func:`left_out`), so the request stays within what the APIs take.
+
+Nothing here varies between two calls with the same bytes, so the blocks are as stable as the
+text around them (a cache breakpoint may sit on them).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = [
     "ANTHROPIC_IMAGE_TYPES",
     "MAX_FILE_BYTES",
     "MAX_PICTURES",
+    "LEFT_OUT",
     "MISSING",
     "NO_VISION",
     "document_text",
