@@ -13,6 +13,10 @@ What the user of this package gives it (the gateway, built from the configuratio
   :func:`make_provider`, a model name, its :func:`cache_policy`), and one for summaries.
 - ``search``: a :data:`ScopedSearchFunction` over past conversations (the gateway's storage
   search); the agent never touches the database.
+- ``media``: a :class:`MediaSource` the bytes of users' pictures and documents are read from
+  (the home's media folder), by the ``sha256`` of each :class:`MediaPart`; whether the main model
+  sees pictures is ``Agent.vision`` / ``AgentSession.vision`` (from ``ModelTarget.vision``, else
+  :func:`vision_default`).
 - Per session: its id, the platform as a plain name, whose memory it uses (a
   :class:`MemoryScope`), and its history as :class:`ChatMessage` s; the agent gives back the
   turn's messages, usage and any compaction (:class:`CompressionResult`) for the caller to store.
@@ -26,7 +30,7 @@ from agent.caching import CachePolicy, cache_policy
 from agent.compressor import CompressionResult, ContextEngine
 from agent.core import Agent, AgentSession, AgentSettings
 from agent.errors import ErrorKind, ModelUnavailableError, ProviderError
-from agent.media import MediaPart, MediaSource, image_tokens, part_tokens, standin, vision_default
+from agent.media import ANTHROPIC_MAX_EDGE, ANTHROPIC_MAX_PIXELS, MediaPart, MediaSource, image_tokens, part_tokens, standin, vision_default
 from agent.memory import LOCK_FILE as MEMORY_LOCK_FILE
 from agent.memory import MemoryStore, MemoryTarget, make_private_dirs
 from agent.memory_scopes import MemoryBank, MemoryScope, holds_legacy_memory, move_legacy
@@ -35,11 +39,13 @@ from agent.prompt import combine_ephemeral
 from agent.providers import make_provider
 from agent.providers.base import ModelRequest, ModelResponse, Provider
 from agent.providers.router import ModelRouter, ModelTarget
-from agent.tokens import estimate_message
+from agent.tokens import estimate_message, estimate_text
 from agent.tools import ScopedSearchFunction
 from agent.usage import Price, PriceTable, Usage
 
 __all__ = [
+    "ANTHROPIC_MAX_EDGE",
+    "ANTHROPIC_MAX_PIXELS",
     "Agent",
     "AgentSession",
     "AgentSettings",
@@ -70,6 +76,7 @@ __all__ = [
     "cache_policy",
     "combine_ephemeral",
     "estimate_message",
+    "estimate_text",
     "holds_legacy_memory",
     "image_tokens",
     "make_private_dirs",

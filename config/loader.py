@@ -30,6 +30,8 @@ MODEL_KEY_VARIABLES: dict[str, str] = {"anthropic": "ANTHROPIC_API_KEY", "openai
 """The variable each provider's key is conventionally kept in (a model's key depends on its provider)."""
 MODEL_SECRET_PATHS: tuple[str, ...] = ("model.api_key", "auxiliary.compression.api_key")
 """The model's secrets; the other secrets are the ones the sections declare, and the fallback models' keys."""
+TRANSCRIPTION_KEY = "media.transcription.api_key"
+"""The transcription endpoint's key, a secret when ``media.transcription`` is set; unset, it is OPENAI_API_KEY's."""
 
 
 def fallback_variables(settings_model: type[Settings] = Settings) -> dict[str, str]:
@@ -70,6 +72,11 @@ class LoadedConfig:
         return self.home / "memories"
 
     @property
+    def media_dir(self) -> Path:
+        """The media folder: the photos and documents users sent, by SHA-256 (``storage.MediaFolder``)."""
+        return self.home / "media"
+
+    @property
     def soul_path(self) -> Path:
         return self.home / "SOUL.md"
 
@@ -97,7 +104,8 @@ class LoadedConfig:
     def secret_paths(self) -> list[str]:
         """The key path of every secret setting, the fallback models' keys included (by index)."""
         fallbacks = (f"model.fallbacks.{index}.api_key" for index in range(len(self.settings.model.fallbacks)))
-        return [*MODEL_SECRET_PATHS, *declared_secrets(type(self.settings)), *fallbacks]
+        transcription = [TRANSCRIPTION_KEY] if self.settings.media.transcription is not None else []
+        return [*MODEL_SECRET_PATHS, *declared_secrets(type(self.settings)), *fallbacks, *transcription]
 
     def secrets(self) -> list[str]:
         """Every configured secret value, for log redaction."""
@@ -197,6 +205,8 @@ def _fill_secret_fallbacks(
 ) -> Settings:
     fallbacks = fallback_variables(type(settings))
     fallbacks["model.api_key"] = MODEL_KEY_VARIABLES[settings.model.provider]
+    if settings.media.transcription is not None:
+        fallbacks[TRANSCRIPTION_KEY] = MODEL_KEY_VARIABLES[settings.media.transcription.provider]
     for path, name in fallbacks.items():
         if get_path(settings, path) is not None:
             continue
@@ -225,7 +235,7 @@ def conventional_variable(settings: Settings, path: str) -> str | None:
     """The variable a secret setting is conventionally kept in: a model key's depends on its provider."""
     if path == "model.api_key":
         return MODEL_KEY_VARIABLES[settings.model.provider]
-    if path.startswith("model.fallbacks."):
+    if path.startswith("model.fallbacks.") or path == TRANSCRIPTION_KEY:
         return MODEL_KEY_VARIABLES[get_path(settings, path.rpartition(".")[0]).provider]
     mark = declared_secrets(type(settings)).get(path)
     return mark.name if mark else None

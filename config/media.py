@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from config.fields import PositiveFloat, PositiveInt, Secret, Section, at_least, between
 
@@ -39,6 +40,20 @@ class TranscriptionConfig(Section):
     """The spoken language as an ISO-639-1 code (``en``, ``de``) when it is always the same; unset: detected."""
     timeout: PositiveFloat = 120.0
     """Seconds one transcription may take."""
+
+    @property
+    def endpoint(self) -> str:
+        """Where transcriptions go, by host (and port): ``api.openai.com`` when ``base_url`` is unset."""
+        return url_host(self.base_url or "https://api.openai.com/v1")
+
+
+def url_host(url: str) -> str:
+    """``host`` or ``host:port`` of a URL, as logs and operator output name an endpoint: never its path, nor any
+    credentials written into it."""
+    parts = urlsplit(url)
+    host = parts.hostname or url
+    host = f"[{host}]" if ":" in host and parts.hostname else host
+    return f"{host}:{parts.port}" if parts.port else host
 
 
 class MediaConfig(Section):

@@ -26,8 +26,6 @@ from config.fields import (
     Toggle,
     at_least,
     between,
-    blank_to_none,
-    id_as_text,
     off_as_written,
 )
 from config.media import MediaConfig

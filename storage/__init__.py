@@ -1,11 +1,12 @@
-"""Durable sessions, messages, lineage, search and the gateway's inbox, outbox and pairing: one SQLite file.
+"""Durable sessions, messages, lineage, search and the gateway's inbox, outbox and pairing: one SQLite file
+(and the media users send: files in a folder, ``MediaFolder``).
 
 ``from storage import Store`` and ``await Store.open(path)``; see ``storage/store.py``.
 This package is a leaf: it imports nothing from gateway, agent, adapters or config, and this
 module is its only door: other packages import the names below, never a module inside.
 
 Inside, the data model and its operations sit at the top (records, sessions, messages,
-lineage, titles, inbox, outbox, pairing, usage, backup, the schema and its migrations),
+lineage, titles, inbox, outbox, pairing, usage, backup, the media folder, the schema and its migrations),
 ``storage/engine/`` is the write engine (the group-commit writer, its thread, batching, bulk
 writes, retries, readers, WAL maintenance) and ``storage/search/`` is search (the query,
 CJK pairs, the substring vocabulary and its indexer).
@@ -33,6 +34,7 @@ from storage.faults import FaultSeam
 from storage.ids import new_session_id
 from storage.ledger import TurnEnd
 from storage.lineage import END_COMPRESSION
+from storage.media import MediaFolder, media_files
 from storage.messages import MessageAppend
 from storage.records import (
     InboxRecord,
@@ -61,6 +63,7 @@ __all__ = [
     "InboxRecord",
     "InvalidTitleError",
     "MAX_SEARCH_HITS",
+    "MediaFolder",
     "MergePolicy",
     "MessageAppend",
     "MessageRecord",
@@ -92,6 +95,7 @@ __all__ = [
     "database_in_use",
     "fault_of",
     "is_busy",
+    "media_files",
     "new_session_id",
     "restore_database",
 ]

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Final
 
 from storage.errors import BackupError, Fault, SchemaError, fault_of
+from storage.files import fsync_path
 from storage.migrations import read_version
 from storage.schema import LATEST
 
@@ -120,7 +121,7 @@ def backup_database(source: Path, target: Path) -> DatabaseCheck:
         _copy_pages(source, target)
         with closing(sqlite3.connect(target, isolation_level=None)) as copy:
             copy.execute("PRAGMA journal_mode = DELETE")
-        _fsync(target)
+        fsync_path(target)
         check = check_database(target, thorough=True)
         if not check.ok:
             raise BackupError(f"the copy of {source} failed its integrity check: {'; '.join(check.problems)}")
@@ -212,11 +213,3 @@ def _create_private(path: Path) -> None:
         raise BackupError(f"{path} already exists: choose another place, or move it away first") from None
     os.close(fd)
     os.chmod(path, 0o600)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

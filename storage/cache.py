@@ -25,6 +25,8 @@ __all__ = ["HistoryCache"]
 
 RECORD_OVERHEAD = 300
 """Bytes a cached record costs besides its text (the record, its strings' headers, the list slot)."""
+MEDIA_PART_SIZE = 1000
+"""Bytes one media reference costs (a dict of about a dozen short fields)."""
 
 
 def record_size(record: MessageRecord) -> int:
@@ -34,6 +36,7 @@ def record_size(record: MessageRecord) -> int:
         size += len(record.reasoning)
     for call in record.tool_calls:
         size += RECORD_OVERHEAD + len(call.arguments)
+    size += MEDIA_PART_SIZE * len(record.media)
     return size
 
 

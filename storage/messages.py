@@ -27,7 +27,15 @@ import aiosqlite
 from storage.engine.bulk import BulkWrite
 from storage.search.cjk import message_cjk_tokens
 from storage.errors import SessionNotFoundError, StorageError
-from storage.records import MessageRecord, NewMessage, message_record, tool_calls_from_json, tool_calls_to_json
+from storage.records import (
+    MessageRecord,
+    NewMessage,
+    media_from_json,
+    media_to_json,
+    message_record,
+    tool_calls_from_json,
+    tool_calls_to_json,
+)
 from storage.sessions import Usage
 
 __all__ = [
@@ -45,7 +53,7 @@ __all__ = [
 
 MESSAGE_COLUMNS: Final = (
     "id, session_id, seq, role, content, tool_calls, tool_call_id, tool_name, "
-    "reasoning, token_estimate, created_at, platform_message_id"
+    "reasoning, token_estimate, created_at, platform_message_id, media"
 )
 
 _PROBE: Final = """
@@ -56,7 +64,7 @@ _PROBE: Final = """
 """
 _COLUMNS_IN: Final = """
     messages (id, session_id, seq, created_at, role, content, tool_calls, tool_call_id,
-              tool_name, reasoning, token_estimate, platform_message_id, search_cjk)
+              tool_name, reasoning, token_estimate, platform_message_id, search_cjk, media)
 """
 # All rows of a batch in one statement: FTS5 flushes its pending terms into a new
 # index segment at every statement boundary inside a transaction, so
@@ -65,12 +73,12 @@ _COLUMNS_IN: Final = """
 _BULK_INSERT: Final = f"""
     INSERT INTO {_COLUMNS_IN}
     SELECT r.value->>0, r.value->>1, r.value->>2, ?1, r.value->>3, r.value->>4, r.value->>5, r.value->>6,
-           r.value->>7, r.value->>8, r.value->>9, r.value->>10, r.value->>11
+           r.value->>7, r.value->>8, r.value->>9, r.value->>10, r.value->>11, r.value->>12
     FROM json_each(?2) AS r
 """
 # SQLite's JSON functions stop a string at a NUL character; such rows go in one by one.
 _HAS_NUL: Final = "\\u0000"
-_ROW_INSERT: Final = f"INSERT INTO {_COLUMNS_IN} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_ROW_INSERT: Final = f"INSERT INTO {_COLUMNS_IN} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +121,7 @@ def prepare_append(
             m.token_estimate,
             m.platform_message_id,
             message_cjk_tokens(m.content, m.tool_name, m.tool_calls),
+            media_to_json(m.media),
         )
         for m in messages
     )
@@ -283,6 +292,7 @@ def _record(message_id: int, session_id: str, seq: int, now: float, message: New
         message.token_estimate,
         now,
         message.platform_message_id,
+        message.media,
     )
 
 
@@ -290,7 +300,7 @@ def record_from_row(row: Sequence[Any]) -> MessageRecord:
     """A ``MessageRecord`` from a row selected with ``MESSAGE_COLUMNS``."""
     return message_record(
         row[0], row[1], row[2], row[3], row[4], tool_calls_from_json(row[5]) if row[5] else (),
-        row[6], row[7], row[8], row[9], row[10], row[11],
+        row[6], row[7], row[8], row[9], row[10], row[11], media_from_json(row[12]) if row[12] else (),
     )  # fmt: skip
 
 

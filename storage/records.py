@@ -5,14 +5,20 @@ answers with ``MessageRecord``s, which add the identity the database gave
 them (``id``, ``session_id``, ``seq``, ``created_at``). The fields line up
 with the agent's ``ChatMessage`` so converting is a field-by-field copy
 (``MessageRecord.to_dict()`` has the same shape as ``ChatMessage.to_dict()``).
+
+A message's ``media`` are references to pictures and documents (``agent.media.MediaPart.to_dict()``
+shapes: kind, mime, size, the SHA-256 naming the bytes in the media folder, ...), stored as JSON
+in ``messages.media``; the bytes themselves never go in the database (``storage/media.py``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
+
+from storage.media import is_media_name
 
 __all__ = [
     "ROLES",
@@ -26,6 +32,9 @@ __all__ = [
     "SessionRecord",
     "ToolCallRecord",
     "UsageTotals",
+    "media_from_json",
+    "media_parts",
+    "media_to_json",
     "message_record",
 ]
 
@@ -67,6 +76,8 @@ class NewMessage:
     reasoning: str | None = None
     token_estimate: int | None = None
     platform_message_id: str | None = None
+    media: tuple[dict[str, Any], ...] = ()
+    """References to the pictures and documents the message carries (see :func:`media_parts`)."""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -76,6 +87,8 @@ class NewMessage:
         calls = self.tool_calls
         if calls and not (isinstance(calls, tuple) and all(isinstance(c, ToolCallRecord) for c in calls)):
             object.__setattr__(self, "tool_calls", tuple(ToolCallRecord.coerce(c) for c in calls))
+        if self.media:
+            object.__setattr__(self, "media", media_parts(self.media))
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +107,8 @@ class MessageRecord:
     token_estimate: int | None
     created_at: float
     platform_message_id: str | None
+    media: tuple[dict[str, Any], ...] = field(default=(), hash=False)
+    """References to pictures and documents (dicts, so left out of the hash); ``to_dict`` hands out copies."""
 
     def to_dict(self) -> dict[str, Any]:
         """The chat-message shape: role, content and the optional fields that are set."""
@@ -106,6 +121,8 @@ class MessageRecord:
             data["tool_name"] = self.tool_name
         if self.reasoning is not None:
             data["reasoning"] = self.reasoning
+        if self.media:
+            data["media"] = [dict(part) for part in self.media]
         return data
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -123,6 +140,7 @@ class MessageRecord:
             "token_estimate": self.token_estimate,
             "created_at": self.created_at,
             "platform_message_id": self.platform_message_id,
+            "media": [dict(part) for part in self.media],
         }
 
 
@@ -134,18 +152,18 @@ class MessageRecord:
 _new_object = object.__new__
 _MESSAGE_FIELDS: Final = (
     "id", "session_id", "seq", "role", "content", "tool_calls", "tool_call_id", "tool_name", "reasoning",
-    "token_estimate", "created_at", "platform_message_id",
+    "token_estimate", "created_at", "platform_message_id", "media",
 )  # fmt: skip
 (
     _set_id, _set_session_id, _set_seq, _set_role, _set_content, _set_tool_calls, _set_tool_call_id, _set_tool_name,
-    _set_reasoning, _set_token_estimate, _set_created_at, _set_platform_message_id,
+    _set_reasoning, _set_token_estimate, _set_created_at, _set_platform_message_id, _set_media,
 ) = (getattr(MessageRecord, name).__set__ for name in _MESSAGE_FIELDS)  # fmt: skip
 
 
 def message_record(
     id: int, session_id: str, seq: int, role: str, content: str, tool_calls: tuple[ToolCallRecord, ...],
     tool_call_id: str | None, tool_name: str | None, reasoning: str | None, token_estimate: int | None,
-    created_at: float, platform_message_id: str | None,
+    created_at: float, platform_message_id: str | None, media: tuple[dict[str, Any], ...] = (),
 ) -> MessageRecord:  # fmt: skip
     """``MessageRecord(...)`` with the same arguments, without the frozen ``__init__``'s cost."""
     record = _new_object(MessageRecord)
@@ -161,6 +179,7 @@ def message_record(
     _set_token_estimate(record, token_estimate)
     _set_created_at(record, created_at)
     _set_platform_message_id(record, platform_message_id)
+    _set_media(record, media)
     return record
 
 
@@ -318,3 +337,44 @@ def tool_calls_from_json(text: str | None) -> tuple[ToolCallRecord, ...]:
     if not text:
         return ()
     return tuple(ToolCallRecord.coerce(item) for item in json.loads(text))
+
+
+MAX_MEDIA_PART_CHARS: Final = 4096
+"""The most text one media part may hold in all: a reference (kind, type, size, names) is far smaller, so more
+means something put the content itself (base64 bytes, extracted text) where only its name belongs."""
+_MEDIA_NAMES: Final = ("sha256", "text_sha256")
+
+
+def media_parts(parts: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """Copies of ``parts`` once each is a reference: a mapping naming its bytes by SHA-256, holding no content.
+
+    ``TypeError`` or ``ValueError`` saying what is wrong otherwise (raised where the message is made,
+    in the caller, rather than in the writer's transaction).
+    """
+    checked = []
+    for part in parts:
+        if not isinstance(part, Mapping):
+            raise TypeError(f"a media part must be a dict like MediaPart.to_dict(), not {type(part).__name__}")
+        for key in _MEDIA_NAMES:
+            name = part.get(key)
+            if (key == "sha256" or name is not None) and not (isinstance(name, str) and is_media_name(name)):
+                raise ValueError(f"a media part names its bytes by {key}, 64 lowercase hex digits; got {name!r}")
+        chars = sum(len(value) for value in part.values() if isinstance(value, str))
+        if chars > MAX_MEDIA_PART_CHARS:
+            raise ValueError(f"a media part holds references, never the content: {chars:,} characters of text in "
+                             f"one part (at most {MAX_MEDIA_PART_CHARS:,}); keep the bytes in the media folder")  # fmt: skip
+        checked.append(dict(part))
+    return tuple(checked)
+
+
+def media_to_json(parts: Sequence[Mapping[str, Any]]) -> str | None:
+    """The stored form of ``media``: compact JSON, or NULL when there are none."""
+    if not parts:
+        return None
+    return json.dumps(list(parts), ensure_ascii=False, separators=(",", ":"))
+
+
+def media_from_json(text: str | None) -> tuple[dict[str, Any], ...]:
+    if not text:
+        return ()
+    return tuple(json.loads(text))

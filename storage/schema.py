@@ -24,6 +24,9 @@ Notes on the layout:
   append pays for a large merge.
 * ``search_words`` (version 6) is the vocabulary substring search looks words
   up in; it is filled off the write path (``storage/search/words.py``).
+* ``messages.media`` (version 9) holds a message's media references as JSON
+  (``storage/records.py``); the bytes are files in the home's media folder
+  (``storage/media.py``), never in the database.
 * Messages go in with one statement per batch: FTS5 turns every statement of a
   transaction into a new index segment (see ``storage/messages.py``).
 """
@@ -366,6 +369,18 @@ _V8_OUTBOX: Final = (
     "CREATE INDEX outbox_live ON outbox(turn_id) WHERE status = 'live'",
 )
 
+
+def _add_media_column(conn: sqlite3.Connection) -> None:
+    """Version 9: ``messages.media``, the JSON list of a message's media references (NULL when none).
+
+    Only the column is new: no index reads it and no old row has media, so adding it is instant on any
+    size of database. Running it on a file that has the column already (added by hand, or the step run
+    again by a tool) changes nothing.
+    """
+    if "media" not in {row[1] for row in conn.execute("PRAGMA table_info(messages)")}:
+        conn.execute("ALTER TABLE messages ADD COLUMN media TEXT")
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "sessions, messages and word search", _statements(*_V1_CORE, *_fts_ddl(_V1_FTS_COLUMNS))),
     Migration(
@@ -395,6 +410,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         ),
     ),
     Migration(8, "streamed replies: live outbox rows, and how a row was streamed", _statements(*_V8_OUTBOX)),
+    Migration(9, "media references on messages (the bytes stay in the home's media folder)", _add_media_column),
 )
 
 LATEST: Final = MIGRATIONS[-1].version

@@ -6,6 +6,9 @@ States shown on /health:
 * DEGRADED while discord.py resumes or the supervisor rebuilds the client;
 * FAILED for good when Discord refuses the token (401 / close 4004) or a
   privileged intent (close 4014); the detail says what to change.
+
+Files users attach are downloaded from Discord's CDN on request (:meth:`fetch_media`, see
+:mod:`adapters.discord.media`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from adapters.contract import (
     Adapter,
     AdapterError,
     AdapterState,
+    Attachment,
     Capabilities,
     InboundMessage,
     Intake,
@@ -34,6 +38,7 @@ from adapters.contract import (
 from adapters.discord import endpoints, preflight
 from adapters.discord.client import GatewayClient
 from adapters.discord.convert import to_inbound
+from adapters.discord.media import AttachmentDownloads
 from adapters.discord.sending import MAX_LIBRARY_WAIT, Sender
 from adapters.discord.supervisor import Backoff, Supervisor
 
@@ -95,6 +100,7 @@ class DiscordAdapter(Adapter):
             backoff=backoff,
         )  # fmt: skip
         self._sender = Sender(lambda: self._supervisor.client, lambda: self._supervisor.fatal)
+        self._downloads = AttachmentDownloads(settings.api_base_url)
 
     @classmethod
     def from_config(cls, section: DiscordSection) -> DiscordAdapter:
@@ -143,6 +149,7 @@ class DiscordAdapter(Adapter):
         self._intake = None
         await self._supervisor.stop()
         await self._stop_worker()
+        await self._downloads.close()
         if self._state is not AdapterState.FAILED:
             self._set_state(AdapterState.STOPPED)
         log.info("discord.closed", restarts=self._supervisor.restarts)
@@ -156,6 +163,10 @@ class DiscordAdapter(Adapter):
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         await self._sender.typing(chat_id, thread_id)
+
+    # --- files that came with a message ------------------------------------------------------
+    async def fetch_media(self, attachment: Attachment, *, max_bytes: int, timeout: float) -> bytes:
+        return await self._downloads.fetch(attachment, max_bytes=max_bytes, timeout=timeout)
 
     # --- client events ---------------------------------------------------------------------
     def connected(self, client: discord.Client, *, resumed: bool) -> None:

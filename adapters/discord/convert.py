@@ -10,6 +10,11 @@ Where a message lands:
 
 The bot's own messages are never converted; other bots' messages are marked
 ``from_bot`` (the gateway ignores them) unless ``allow_bots`` is on.
+
+Each attachment becomes an :class:`Attachment` with what Discord says of it: its id (``ref``),
+its CDN ``url`` (downloaded by :mod:`.media`), file name, content type and size as claimed,
+an image's or video's width and height, and for the recording of a voice message (the message
+flag, or the attachment's waveform and ``duration_secs``) ``kind="voice"`` and its duration.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ def to_inbound(message: discord.Message, me: discord.abc.User, *, allow_bots: bo
         message_id=str(message.id),
         thread_id=thread_id,
         server_id=None if guild_id is None else str(guild_id),
-        attachments=tuple(_attachment(item) for item in message.attachments),
+        attachments=tuple(_attachment(item, voice_message=message.flags.voice) for item in message.attachments),
         mentioned=addresses(message, me),
         from_bot=message.author.bot and not allow_bots,
         timestamp=message.created_at.timestamp(),
@@ -77,18 +82,22 @@ def _place(channel: discord.abc.Messageable | discord.abc.GuildChannel | object)
     return str(getattr(channel, "id")), None
 
 
-def _attachment(item: discord.Attachment) -> Attachment:
+def _attachment(item: discord.Attachment, *, voice_message: bool) -> Attachment:
     return Attachment(
-        kind=_kind(item.content_type, item),
+        kind=_kind(item.content_type, item, voice_message),
         name=item.filename,
         mime_type=item.content_type,
         size=item.size,
-        ref=item.url,
+        ref=str(item.id),
+        url=item.url,
+        width=item.width,
+        height=item.height,
+        duration=item.duration,
     )
 
 
-def _kind(content_type: str | None, item: discord.Attachment) -> str:
-    if item.is_voice_message():
+def _kind(content_type: str | None, item: discord.Attachment, voice_message: bool) -> str:
+    if item.is_voice_message() or (voice_message and item.duration is not None):
         return "voice"
     major = content_type.partition("/")[0] if isinstance(content_type, str) else ""  # not text: Attachment refuses it
     return {"image": "photo", "audio": "audio", "video": "video"}.get(major, "document" if content_type else "file")

@@ -10,8 +10,10 @@ chunk's nonce in message metadata so a resend finds it
 stream natively (``chat.startStream`` / ``appendStream`` / ``stopStream``) and
 show the thread's status line (``assistant.threads.setStatus``), see
 :mod:`adapters.slack.streaming`; elsewhere it is posted, then updated. Sender names come from users.info (:mod:`adapters.slack.users`,
-scope ``users:read``). Slack has no typing indicator for bots, so
-:meth:`typing` does nothing.
+scope ``users:read``). Files users share are downloaded on request with the bot
+token, from Slack's file host only (:mod:`adapters.slack.files`, scope
+``files:read``). Slack has no typing indicator for bots, so :meth:`typing` does
+nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from adapters.contract import (
     AdapterError,
     AdapterState,
     AdapterStatus,
+    Attachment,
     Capabilities,
     ChatType,
     Intake,
@@ -43,6 +46,7 @@ from adapters.http_listener import ListenerLimits
 from adapters.slack import sending, streaming
 from adapters.slack.app import EventSink, build_app
 from adapters.slack.convert import PLATFORM
+from adapters.slack.files import FileDownloads
 from adapters.slack.http_mode import HttpReceiver
 from adapters.slack.identity import BotIdentity
 from adapters.slack.resend import PostedLookup
@@ -104,6 +108,7 @@ class SlackAdapter(Adapter):
         self._settings = settings
         self._client: AsyncWebClient = sending.build_client(settings.bot_token, settings.api_base_url)
         self._session: aiohttp.ClientSession | None = None
+        self._files = FileDownloads(self._client, lambda: self._session, settings.api_base_url)
         self._sink: EventSink | None = None
         self._socket: SocketReceiver | None = None
         self._http: HttpReceiver | None = None
@@ -254,6 +259,10 @@ class SlackAdapter(Adapter):
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         """Slack offers bots no typing indicator in channels; nothing to do."""
+
+    # --- files that came with a message ------------------------------------------------------
+    async def fetch_media(self, attachment: Attachment, *, max_bytes: int, timeout: float) -> bytes:
+        return await self._files.fetch(attachment, max_bytes=max_bytes, timeout=timeout)
 
     # --- streaming -------------------------------------------------------------------------
     def stream_modes(self, chat_type: ChatType, thread_id: str | None = None) -> tuple[StreamMode, ...]:

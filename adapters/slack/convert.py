@@ -31,6 +31,13 @@ bot's own messages are skipped; other bots' DMs and mentions are passed on
 with ``from_bot`` so the gateway's access rules log and count them, while
 other bots' chatter in channel threads is skipped here.
 
+Files (``files`` of a ``file_share`` message or of an ``app_mention``) become
+:class:`Attachment` s with what Slack says of them: the file id (``ref``), ``url_private_download``
+(``url``, downloaded by :mod:`.files` with the bot token), name, MIME type and size as claimed, an
+image's ``original_w`` / ``original_h`` and a clip's ``duration_ms``; a voice clip recorded in
+Slack (``subtype: slack_audio``) is ``kind="voice"``. A file with no MIME type (a Slack Connect
+file named by id alone) is ``kind="file"``.
+
 An event Slack would not send this way (no ``channel`` or ``ts``, a ``ts`` that
 is not a Slack timestamp, no ``user`` or ``bot_id``, a field that should be text
 and is not, ``files`` that is not a list) raises :class:`Malformed`; the event
@@ -207,15 +214,30 @@ def clean_text(text: str, mention: re.Pattern[str]) -> str:
 def _attachment(item: Mapping[str, Any]) -> Attachment:
     mime = item.get("mimetype")
     size = item.get("size")
+    duration_ms = _whole(item, "duration_ms")
     return Attachment(
-        kind=_kind(mime),
+        kind=_kind(mime, item.get("subtype")),
         name=item.get("name") or item.get("title"),
         mime_type=mime,
-        size=int(size) if isinstance(size, int | float) else None,
+        size=int(size) if isinstance(size, int | float) and not isinstance(size, bool) else None,
         ref=item.get("id"),
+        url=item.get("url_private_download"),
+        width=_whole(item, "original_w"),
+        height=_whole(item, "original_h"),
+        duration=None if duration_ms is None else duration_ms / 1000,
     )
 
 
-def _kind(mime: str | None) -> str:
+def _whole(item: Mapping[str, Any], key: str) -> int | None:
+    """A number Slack gives about a file (pixels, milliseconds), or None where it gives none or no number."""
+    value = item.get(key)
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _kind(mime: str | None, subtype: object) -> str:
+    if subtype == "slack_audio":
+        return "voice"
+    if not mime:
+        return "file"
     major = mime.partition("/")[0] if isinstance(mime, str) else ""  # not text: Attachment refuses it
     return {"image": "photo", "audio": "audio", "video": "video"}.get(major, "document")

@@ -4,7 +4,8 @@ Modules: :mod:`.adapter` (lifecycle and the gateway-facing API), :mod:`.convert`
 (update to inbound message), :mod:`.polling` (getUpdates loop and watchdog),
 :mod:`.webhook` (the HTTP endpoint), :mod:`.webhook_watch` (getWebhookInfo
 checks: a lost registration, failing delivery), :mod:`.sending` (sends, edits,
-typing and error translation), :mod:`.probe` (the doctor's token check).
+typing and error translation), :mod:`.downloads` (files users sent: getFile and
+the file URL), :mod:`.probe` (the doctor's token check).
 """
 
 __all__ = ("TelegramAdapter", "TelegramSettings")

@@ -27,10 +27,12 @@ from adapters.contract import (
     Adapter,
     AdapterError,
     AdapterState,
+    Attachment,
     Capabilities,
     ChatType,
     Intake,
     Markup,
+    MediaUnavailable,
     MenuCommand,
     OutboundMessage,
     Rate,
@@ -40,6 +42,7 @@ from adapters.contract import (
 from adapters.http_listener import ListenError, ListenerLimits
 
 from .convert import PLATFORM, BotIdentity
+from .downloads import FileDownloads
 from .polling import ALLOWED_UPDATES, Poller, PollingSettings
 from .sending import Sender, SendingSession
 from .webhook import WebhookServer
@@ -109,6 +112,7 @@ class TelegramAdapter(Adapter):
         self._watchdog: WebhookWatchdog | None = None
         self._connecting: asyncio.Task[None] | None = None
         self._menu: asyncio.Task[None] | None = None
+        self._downloads = FileDownloads()
 
     @classmethod
     def from_config(cls, section: Any) -> TelegramAdapter:
@@ -269,6 +273,7 @@ class TelegramAdapter(Adapter):
         if self._bot is not None:
             bot, self._bot = self._bot, None
             await bot.session.close()
+        await self._downloads.close()
         self._sender = None
         self._set_state(AdapterState.STOPPED)
 
@@ -295,6 +300,13 @@ class TelegramAdapter(Adapter):
         self, chat_id: str, thread_id: str | None, draft_id: int, text: str, *, markup: Markup = Markup.PLAIN
     ) -> None:
         await self._sending().draft(chat_id, thread_id, draft_id, text, markup)
+
+    # --- files users sent ---------------------------------------------------------------------
+    async def fetch_media(self, attachment: Attachment, *, max_bytes: int, timeout: float) -> bytes:
+        """``getFile``, then the file from the configured API base (see :mod:`.downloads`)."""
+        if self._bot is None:
+            raise MediaUnavailable("failed", "the Telegram adapter is not connected (not started, or closed)")
+        return await self._downloads.fetch(self._bot, attachment, max_bytes=max_bytes, timeout=timeout)
 
     def _sending(self) -> Sender:
         if self._sender is None:

@@ -1,19 +1,22 @@
 """From a Telegram update to the gateway's :class:`InboundMessage`.
 
 Only new messages become inbound events: edits, service messages (members
-joining, pins, topic changes) and other update kinds are skipped. Whether the
-bot is addressed is read from the message itself: a reply to one of the bot's
-messages, an ``@botname`` mention or ``/command@botname`` entity, or a
-text mention of the bot's user id. Access rules are the gateway's business.
+joining, pins, topic changes) and other update kinds are skipped. A caption is
+the message's text; files are described (:func:`attachments_of`), not
+downloaded, and the messages of an album share ``group_id`` (Telegram's
+``media_group_id``). Whether the bot is addressed is read from the message
+itself: a reply to one of the bot's messages, an ``@botname`` mention or
+``/command@botname`` entity, or a text mention of the bot's user id. Access
+rules are the gateway's business.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aiogram.enums import ChatType as TgChatType
 from aiogram.enums import MessageEntityType
-from aiogram.types import Message, MessageEntity, Update
+from aiogram.types import Message, MessageEntity, PhotoSize, Update
 
 from adapters.contract import Attachment, ChatType, InboundMessage
 
@@ -60,6 +63,7 @@ def to_inbound(update: Update, bot: BotIdentity) -> InboundMessage | None:
         thread_id=str(message.message_thread_id) if message.is_topic_message and message.message_thread_id else None,
         user_name=_display_name(message),
         attachments=attachments,
+        group_id=message.media_group_id,
         mentioned=addresses_bot(message, bot),
         from_bot=bool(sender and sender.is_bot),
         timestamp=message.date.timestamp(),
@@ -90,34 +94,45 @@ def _names_bot(entity: MessageEntity, text: str, bot: BotIdentity) -> bool:
 
 
 def attachments_of(message: Message) -> tuple[Attachment, ...]:
-    """File metadata (never the content) for every kind of media a message can carry."""
+    """File metadata (never the content) for every kind of media a message can carry, as fully as Telegram
+    describes it: sizes, dimensions, durations. Videos, video notes, animations and stickers are described
+    (kind ``video`` or ``sticker``) but the gateway does not read them."""
     found: list[Attachment] = []
     if message.photo:
-        largest = message.photo[-1]
-        found.append(Attachment(kind="photo", mime_type="image/jpeg", size=largest.file_size, ref=largest.file_id))
-    if message.document:
+        found.append(_photo(message.photo))
+    # An animation (a GIF) also comes as a document, for old clients: it is a video, not a document to read.
+    if message.document and not message.animation:
         d = message.document
         found.append(Attachment(kind="document", name=d.file_name, mime_type=d.mime_type, size=d.file_size, ref=d.file_id))
     if message.voice:
         v = message.voice
-        found.append(Attachment(kind="voice", mime_type=v.mime_type, size=v.file_size, ref=v.file_id))
+        found.append(Attachment(kind="voice", mime_type=v.mime_type, size=v.file_size, ref=v.file_id, duration=v.duration))
     if message.audio:
         a = message.audio
-        name = a.file_name or a.title
-        found.append(Attachment(kind="audio", name=name, mime_type=a.mime_type, size=a.file_size, ref=a.file_id))
-    if message.video:
-        v2 = message.video
-        found.append(Attachment(kind="video", name=v2.file_name, mime_type=v2.mime_type, size=v2.file_size, ref=v2.file_id))
+        found.append(Attachment(kind="audio", name=a.file_name or a.title, mime_type=a.mime_type, size=a.file_size,
+                                ref=a.file_id, duration=a.duration))  # fmt: skip
+    for v2 in (message.video, message.animation):
+        if v2 is not None:
+            found.append(Attachment(kind="video", name=v2.file_name, mime_type=v2.mime_type, size=v2.file_size,
+                                    ref=v2.file_id, width=v2.width, height=v2.height, duration=v2.duration))  # fmt: skip
     if message.video_note:
-        found.append(Attachment(kind="video", name="video note", size=message.video_note.file_size,
-                                ref=message.video_note.file_id))  # fmt: skip
-    if message.animation and not message.document:
-        an = message.animation
-        found.append(Attachment(kind="video", name=an.file_name, mime_type=an.mime_type, size=an.file_size, ref=an.file_id))
+        n = message.video_note
+        found.append(Attachment(kind="video", name="video note", size=n.file_size, ref=n.file_id, width=n.length,
+                                height=n.length, duration=n.duration))  # fmt: skip
     if message.sticker:
         s = message.sticker
-        found.append(Attachment(kind="sticker", name=s.emoji, size=s.file_size, ref=s.file_id))
+        found.append(Attachment(kind="sticker", name=s.emoji, size=s.file_size, ref=s.file_id, width=s.width, height=s.height))
     return tuple(found)
+
+
+def _photo(sizes: list[PhotoSize]) -> Attachment:
+    """A photo: its largest size, with the other sizes Telegram made of it in ``smaller``, largest first."""
+    renditions = [
+        Attachment(kind="photo", mime_type="image/jpeg", size=size.file_size, ref=size.file_id, width=size.width,
+                   height=size.height)
+        for size in sorted(sizes, key=lambda size: (size.width * size.height, size.file_size or 0), reverse=True)
+    ]  # fmt: skip
+    return replace(renditions[0], smaller=tuple(renditions[1:]))
 
 
 def _display_name(message: Message) -> str:

@@ -1,8 +1,12 @@
-"""Converting between the agent's messages and the store's records (a field-by-field copy)."""
+"""Converting between the agent's messages and the store's records (a field-by-field copy).
+
+Media parts travel as their dicts (``MediaPart.to_dict()``/``from_dict``): the store keeps the
+references, the bytes stay in the media folder.
+"""
 
 from __future__ import annotations
 
-from agent import ChatMessage, ToolCall, estimate_message
+from agent import ChatMessage, MediaPart, ToolCall, estimate_message
 from storage import MessageRecord, NewMessage, ToolCallRecord
 
 
@@ -14,6 +18,7 @@ def to_chat(record: MessageRecord) -> ChatMessage:
         tool_call_id=record.tool_call_id,
         tool_name=record.tool_name,
         reasoning=record.reasoning,
+        media=tuple(MediaPart.from_dict(part) for part in record.media) if record.media else (),
     )
     if record.token_estimate is not None:
         # Stored when the message was written (by to_new, with the same estimator): reuse it
@@ -32,4 +37,5 @@ def to_new(message: ChatMessage, *, platform_message_id: str | None = None) -> N
         reasoning=message.reasoning,
         token_estimate=estimate_message(message),
         platform_message_id=platform_message_id,
+        media=tuple(part.to_dict() for part in message.media),
     )

@@ -8,6 +8,7 @@ import pytest
 import pytest_asyncio
 
 from tests.fakes.model_server import ModelServer
+from tests.fakes.other_site import OtherSite
 from tests.fakes.relay_platform import RelayPlatform
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import TelegramAPI
@@ -71,3 +72,14 @@ async def fake_slack(fake_slack_session: FakeSlack) -> AsyncIterator[FakeSlack]:
     fake_slack_session.reset()
     yield fake_slack_session
     await fake_slack_session.close_sockets()
+
+
+@pytest_asyncio.fixture
+async def other_site() -> AsyncIterator[OtherSite]:
+    """Another site (127.0.0.2) where no download may lead and no credential may go, fresh for this test."""
+    site = OtherSite()
+    await site.start()
+    try:
+        yield site
+    finally:
+        await site.stop()

@@ -34,6 +34,8 @@ def screen(key: str, rest: str) -> str:
         "context from the built-in model table, cache ttl auto",
         "  compression  agent compacts at 50% of the window, keeping 20% of that as tail (at least 20 messages); "
         "gateway hygiene at 85%",
+        "  voice notes  not transcribed (media.transcription is not set: users are told voice notes are not "
+        "supported here)",
         "  health       http://127.0.0.1:8642/health",
         "  platforms  ",
         rest,
@@ -208,3 +210,39 @@ def test_check_prints_the_whole_plan_unchanged(
     done = switchboard("check", home=tmp_path, **env)
     assert (done.returncode, done.stderr) == (status, "")
     assert done.stdout == expected.replace("{home}", str(tmp_path))
+
+
+TRANSCRIPTION = {
+    "OpenAI, key from the environment": (
+        "media:\n  transcription: {model: gpt-4o-mini-transcribe, language: de}\n", {"OPENAI_API_KEY": "sk-voice-key-0123"},
+        "transcribed by gpt-4o-mini-transcribe at api.openai.com (language de, timeout 120 s), key from OPENAI_API_KEY",
+    ),
+    "OpenAI without a key": (
+        "media:\n  transcription: {model: whisper-1}\n", {},
+        "transcribed by whisper-1 at api.openai.com (language detected, timeout 120 s), no key, which OpenAI refuses "
+        "(OPENAI_API_KEY is not set in the environment and there is no {home}/.env; media.transcription.api_key is not "
+        "in {home}/config.yaml)",
+    ),
+    "a local server, its key inline and credentials in its URL": (
+        "media:\n  transcription:\n    base_url: http://user:pw@127.0.0.1:8000/v1\n    model: Systran/faster-whisper-small"
+        "\n    api_key: local-key-0123\n    timeout: 300\n", {},
+        "transcribed by Systran/faster-whisper-small at 127.0.0.1:8000 (language detected, timeout 300 s), "
+        "key set in config.yaml",
+    ),
+    "a local server without a key": (
+        "media:\n  transcription: {base_url: 'http://localhost:8000/v1'}\n", {},
+        "transcribed by whisper-1 at localhost:8000 (language detected, timeout 120 s), no key (fine for a local server)",
+    ),
+    "media off": ("media:\n  enabled: false\n", {}, "not read (media.enabled is false: users are told files are not read here)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("config", "env", "expected"), TRANSCRIPTION.values(), ids=TRANSCRIPTION)
+def test_check_says_where_voice_notes_are_transcribed_and_never_shows_the_key(
+    tmp_path: Path, config: str, env: dict[str, str], expected: str
+) -> None:
+    (tmp_path / "config.yaml").write_text(config, encoding="utf-8")
+    done = switchboard("check", home=tmp_path, **env)
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("  voice notes  ")]
+    assert line == "  voice notes  " + expected.replace("{home}", str(tmp_path))
+    assert "0123" not in done.stdout and "pw@" not in done.stdout

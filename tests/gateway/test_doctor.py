@@ -15,6 +15,7 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -44,7 +45,7 @@ GOOD_SECRETS = {
     "SLACK_APP_TOKEN": SLACK_APP_TOKEN,
     "ANTHROPIC_API_KEY": MODEL_KEY,
 }
-CHECKS = ("config", "home", "database", "disk", "telegram", "discord", "slack", "model")
+CHECKS = ("config", "home", "database", "disk", "telegram", "discord", "slack", "model", "voice")
 
 
 @dataclass
@@ -53,8 +54,14 @@ class Doctor:
     stubs: PlatformStubs
     model: ModelServer
 
-    def configure(self, *, model_url: str | None = None, message_content_intent: bool = True) -> None:
-        config = {
+    def configure(
+        self,
+        *,
+        model_url: str | None = None,
+        message_content_intent: bool = True,
+        transcription: dict[str, Any] | None = None,
+    ) -> None:
+        config: dict[str, Any] = {
             "model": {"provider": "anthropic", "name": "claude-sonnet-4-6", "base_url": model_url or self.model.base_url},
             "platforms": {
                 "telegram": {"api_base_url": self.stubs.telegram},
@@ -63,6 +70,8 @@ class Doctor:
             },
             "health": {"port": 0},
         }
+        if transcription is not None:
+            config["media"] = {"transcription": transcription}
         (self.home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
 
     async def run(self, *args: str, **secrets: str) -> tuple[int, dict[str, str], str]:
@@ -104,6 +113,7 @@ def assert_no_secret(text: str) -> None:
 
 
 async def test_everything_good_exits_0_with_every_line_ok(doctor: Doctor) -> None:
+    doctor.configure(transcription={"base_url": f"{doctor.model.base_url}/v1"})
     status, lines, text = await doctor.run()
     assert status == 0, text
     assert list(lines) == list(CHECKS)
@@ -112,6 +122,7 @@ async def test_everything_good_exits_0_with_every_line_ok(doctor: Doctor) -> Non
     assert "Message Content intent on" in lines["discord"]
     assert "doctor in Doctors" in lines["slack"]
     assert "one-token request" in lines["model"]
+    assert "lists the model" in lines["voice"]
     (call,) = doctor.model.requests
     assert call.body["max_tokens"] == 1
     assert_no_secret(text)
@@ -203,7 +214,9 @@ async def test_a_model_endpoint_that_is_down_fails_the_model_line(doctor: Doctor
 async def test_offline_skips_the_network_and_passes(doctor: Doctor) -> None:
     status, lines, text = await doctor.run("--offline")
     assert status == 0, text
-    assert [name for name, line in lines.items() if line.startswith("skip")] == ["telegram", "discord", "slack", "model"]
+    assert [name for name, line in lines.items() if line.startswith("skip")] == [
+        "telegram", "discord", "slack", "model", "voice"
+    ]  # fmt: skip
     assert doctor.model.requests == []
 
 
@@ -213,3 +226,69 @@ async def test_a_broken_config_fails_and_skips_the_rest(doctor: Doctor) -> None:
     assert status == 1
     assert "compression.threshold: must be between 0 and 1, got 1.5" in lines["config"]
     assert all(lines[name].startswith("skip") for name in CHECKS[1:])
+
+
+VOICE_KEY = "sk-voice-doctor-key-0123456789"
+
+
+def closed_port_url() -> str:
+    with socket.socket() as probe:  # a port nothing listens on once it is closed
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+async def test_without_transcription_the_voice_line_says_voice_notes_are_not_supported(doctor: Doctor) -> None:
+    status, lines, text = await doctor.run()
+    assert status == 0, text
+    assert lines["voice"].startswith("skip  voice     media.transcription is not set")
+    assert doctor.model.transcription.model_list_calls == 0
+
+
+async def test_a_transcription_endpoint_that_takes_the_key_is_ok_and_gets_no_audio(doctor: Doctor) -> None:
+    doctor.model.transcription.api_key = VOICE_KEY
+    doctor.configure(transcription={"base_url": f"{doctor.model.base_url}/v1", "model": "whisper-1"})
+    status, lines, text = await doctor.run(OPENAI_API_KEY=VOICE_KEY)
+    assert status == 0, text
+    port = doctor.model.port
+    assert lines["voice"] == (
+        f"ok    voice     whisper-1 at 127.0.0.1:{port} answers and lists the model (asked for its model list; "
+        "no audio was sent)"
+    )
+    assert doctor.model.transcription.model_list_calls == 1 and doctor.model.transcription.requests == []
+    assert VOICE_KEY not in text
+
+
+async def test_a_model_the_endpoint_does_not_list_is_named(doctor: Doctor) -> None:
+    doctor.configure(transcription={"base_url": f"{doctor.model.base_url}/v1", "model": "Systran/faster-whisper-small"})
+    status, lines, _ = await doctor.run()
+    assert status == 0
+    assert "answers, but lists 2 other models and not this one" in lines["voice"]
+    assert "check media.transcription.model" in lines["voice"]
+
+
+async def test_a_refused_transcription_key_fails_the_voice_line(doctor: Doctor) -> None:
+    doctor.model.transcription.api_key = VOICE_KEY
+    wrong = "sk-wrong-voice-key-0123456789"
+    doctor.configure(transcription={"base_url": f"{doctor.model.base_url}/v1", "api_key": wrong})
+    status, lines, text = await doctor.run()
+    assert status == 1
+    assert lines["voice"].startswith("FAIL  voice")
+    assert "refused the key (401). Fix: set a valid key in media.transcription.api_key" in lines["voice"]
+    assert "sk-wrong-voice-key" not in text
+
+
+async def test_a_transcription_server_that_is_down_fails_the_voice_line(doctor: Doctor) -> None:
+    closed = closed_port_url()
+    doctor.configure(transcription={"base_url": f"{closed}/v1"})
+    status, lines, _ = await doctor.run()
+    assert status == 1
+    where = closed.removeprefix("http://")
+    assert f"whisper-1 at {where}: could not connect. Fix: start the transcription server" in lines["voice"]
+
+
+async def test_openai_without_any_key_fails_before_asking(doctor: Doctor) -> None:
+    doctor.configure(transcription={"model": "whisper-1"})
+    status, lines, _ = await doctor.run()
+    assert status == 1
+    assert lines["voice"].startswith("FAIL  voice     whisper-1 at api.openai.com: no key (OPENAI_API_KEY is ")
+    assert "Fix: set OPENAI_API_KEY in" in lines["voice"]

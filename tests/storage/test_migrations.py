@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from storage import SCHEMA_VERSION, NewMessage, SchemaError, SchemaTooNewError, Store
 from storage.search.cjk import cjk_tokens
 from storage.migrations import read_version, upgrade
+from storage.schema import MIGRATIONS
 
 V1_SESSION = (
     "INSERT INTO sessions (id, session_key, platform, chat_id, title, started_at) VALUES (?, ?, 'telegram', ?, ?, ?)"
@@ -144,11 +147,18 @@ ESCAPED_CALLS = json.dumps([
 ])  # fmt: skip
 
 
-async def test_version_6_tool_call_arguments_become_searchable_as_text(db_path: Path) -> None:
-    with sqlite3.connect(db_path, isolation_level=None) as conn:
+@contextmanager
+def database_at(path: Path, version: int) -> Iterator[sqlite3.Connection]:
+    """A database at schema ``version`` holding one session, ``s1``, to fill as that version would have."""
+    with sqlite3.connect(path, isolation_level=None) as conn:
         conn.execute("PRAGMA journal_mode = WAL")
-        assert upgrade(conn, db_path, target=6) == 6
+        assert upgrade(conn, path, target=version) == version
         conn.execute(V1_SESSION, ("s1", "telegram:1", "1", "ops", 1000.0))
+        yield conn
+
+
+async def test_version_6_tool_call_arguments_become_searchable_as_text(db_path: Path) -> None:
+    with database_at(db_path, 6) as conn:
         conn.execute(V1_MESSAGE, ("s1", 1, "assistant", "", ESCAPED_CALLS, None, 2000.0))
         # What version 6 wrote for it: the arguments re-encoded as JSON around the character pairs.
         old_stream = cjk_tokens([json.dumps({"city": "Zürich", "region": "華東"}, ensure_ascii=False)])
@@ -169,3 +179,31 @@ async def test_version_6_tool_call_arguments_become_searchable_as_text(db_path: 
             assert conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')").fetchall() == []
         assert await store.index_words() == 1
         assert [h.seq for h in await store.search("suite")] == [1]  # a substring, through the vocabulary
+
+
+async def test_version_8_messages_gain_an_empty_media_column(db_path: Path) -> None:
+    with database_at(db_path, 8) as conn:
+        conn.execute(V1_MESSAGE, ("s1", 1, "user", "a photo came before media was kept", None, None, 2000.0))
+    async with await Store.open(db_path) as store:
+        (old,) = await store.load_messages("s1")
+        assert old.media == () and "media" not in old.to_dict()
+        part = {"kind": "image", "mime": "image/png", "sha256": "0f" * 32, "size": 10}
+        (new,) = await store.append_messages("s1", [NewMessage("user", "and one after", media=(part,))])
+        assert new.seq == 2 and new.media == (part,)
+    with sqlite3.connect(db_path) as conn:
+        assert read_version(conn) == SCHEMA_VERSION
+        stored = [row[0] for row in conn.execute("SELECT media FROM messages ORDER BY seq")]
+        assert stored[0] is None and json.loads(stored[1]) == [part]
+
+
+def test_the_media_migration_can_run_twice(db_path: Path) -> None:
+    """Applying migration 9 to a file that has the column already (a copy restored over, a retried upgrade) is a no-op."""
+    (media,) = [m for m in MIGRATIONS if m.version == 9]
+    with database_at(db_path, 9) as conn:
+        conn.execute("INSERT INTO messages (session_id, seq, role, created_at, media) VALUES ('s1', 1, 'user', 1, '[]')")
+        media.apply(conn)
+        media.apply(conn)
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(messages)")]
+        assert columns.count("media") == 1
+        assert conn.execute("SELECT media FROM messages").fetchall() == [("[]",)]
+        assert upgrade(conn, db_path) == SCHEMA_VERSION

@@ -8,6 +8,8 @@ A backup is a directory ``switchboard-backup-<UTC time>`` made inside DIR:
     state.db        the database as of one commit (SQLite's online backup API), integrity-checked
     memories/       every memory folder (shared/, users/..., chats/..., threads/..., legacy-...),
                     each copied under its memory lock
+    media/          the photos and documents users sent (the home's media folder, same layout,
+                    modification times kept so retention counts on from the same dates)
     SOUL.md         the agent's identity, if the home has one
     config.yaml     the configuration, if the home has one
     MANIFEST.json   what was written, with sizes and SHA-256 digests
@@ -19,9 +21,16 @@ the masked keys are printed and listed in MANIFEST.json, whose text is masked
 like the log. Files are 0600 (directories 0700). The directory is written under
 a ``.partial`` name and renamed when complete.
 
+Media files are copied after the database: a file the copy of the database refers to was
+kept before its message was stored, so it is in the backup unless retention pruned it
+meanwhile (the turn then shows a stand-in, as after any prune). Files never change once
+named, so no lock is needed. A media/ beside the database (rather than one archive) keeps
+restore a copy of files, and each file is checked against the manifest like the rest.
+
 ``restore`` refuses while any process has the database open (stop the gateway
 first). It checks the manifest's digests and the database before changing
-anything, then renames what it replaces to ``*.before-restore``. config.yaml
+anything, then renames what it replaces to ``*.before-restore``. A backup made
+before media were kept has no media/: the home's folder is then left as it is. config.yaml
 is only put back when the home has none (and then names the variables its
 masked secrets need). Exit status: 0, 1 when the backup or restore failed or
 was refused, 2 for configuration errors.
@@ -48,7 +57,7 @@ from config.loader import LoadedConfig
 from gateway.operations.cli.common import add_config_option, load_config_or_exit, show
 from gateway.operations.redaction import redact_values
 from gateway.operations.version import version
-from storage import BackupError, backup_database, database_in_use, restore_database
+from storage import BackupError, backup_database, database_in_use, media_files, restore_database
 
 EXIT_FAILED = 1
 MANIFEST = "MANIFEST.json"
@@ -60,7 +69,7 @@ LISTED_MEMORY_FILES = 5  # a gateway with many users has a memory folder for eac
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     backup = subparsers.add_parser(
         "backup",
-        help="copy the database, memories and SOUL.md (safe while running)",
+        help="copy the database, memories, media and SOUL.md (safe while running)",
         description="Write a consistent backup of the home into a new directory inside DIR.",
     )
     backup.add_argument("directory", metavar="DIR", type=Path, help="where to create the backup (made if missing)")
@@ -114,6 +123,8 @@ def _fill(loaded: LoadedConfig, target: Path) -> list[str]:
                                                      if len(copied) > LISTED_MEMORY_FILES else "")  # fmt: skip
     names = f" ({shown})" if copied else ""
     lines.append(f"memories/     {_files_count(len(copied))}{names}")
+    count, size = _copy_media(loaded.media_dir, target / "media")
+    lines.append(f"media/        {_files_count(count)}" + (f", {size:,} bytes" if count else ""))
     if loaded.soul_path.is_file():
         _copy_private(loaded.soul_path, target / "SOUL.md")
         lines.append(f"SOUL.md       {loaded.soul_path.stat().st_size:,} bytes")
@@ -174,6 +185,30 @@ def _copy_memories(source: Path, target: Path) -> list[str]:
     return copied
 
 
+def _copy_media(source: Path, target: Path) -> tuple[int, int]:
+    """Copy every media file (``root/<xx>/<sha256>``); how many, and their bytes.
+
+    A file pruned between listing and copying is left out: the database copy, made first,
+    then shows the stand-in the gateway would show.
+    """
+    target.mkdir(mode=0o700)
+    count = size = 0
+    for path in media_files(source):
+        shard = target / path.parent.name
+        if not shard.is_dir():
+            shard.mkdir(mode=0o700)
+            os.chmod(shard, 0o700)
+        try:
+            _copy_private(path, shard / path.name)
+        except FileNotFoundError as error:
+            if error.filename != str(path):
+                raise
+            continue
+        count += 1
+        size += (shard / path.name).stat().st_size
+    return count, size
+
+
 def _hidden(relative: Path) -> bool:
     return any(part.startswith(".") for part in relative.parts)
 
@@ -211,12 +246,13 @@ def restore_command(args: argparse.Namespace) -> int:
 
 
 def restore_backup(loaded: LoadedConfig, source: Path) -> list[str]:
-    """Check everything, then restore the database, memories and SOUL.md; one line per item."""
+    """Check everything, then restore the database, memories, media and SOUL.md; one line per item."""
     manifest = _verify_manifest(source)
     if database_in_use(loaded.db_path):
         raise BackupError(f"{loaded.db_path} is open in another process: stop the gateway "
                           "(systemctl stop switchboard, docker compose stop), then restore again")  # fmt: skip
-    replaced = [(source / "memories", loaded.memories_dir), (source / "SOUL.md", loaded.soul_path)]
+    replaced = [(source / "memories", loaded.memories_dir), (source / "media", loaded.media_dir),
+                (source / "SOUL.md", loaded.soul_path)]  # fmt: skip
     kept_db = _kept(loaded.db_path)
     for path in [kept_db] + [_kept(live) for backup, live in replaced if backup.exists() and live.exists()]:
         if path.exists():
@@ -243,7 +279,7 @@ def restore_backup(loaded: LoadedConfig, source: Path) -> list[str]:
 
 
 def _restore_path(backup: Path, live: Path) -> str:
-    label = (live.name + ("/" if backup.is_dir() else "")).ljust(13)
+    label = (live.name + ("/" if backup.is_dir() or live.is_dir() else "")).ljust(13)
     if not backup.exists():
         return f"{label} not in the backup; the home's is unchanged"
     note = ""
@@ -296,13 +332,16 @@ def _digest(path: Path) -> dict[str, object]:
 
 
 def _copy_private(source: Path, target: Path) -> None:
-    """Copy one file to a new 0600 file (never following into an existing one)."""
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out, source.open("rb") as data:
-        shutil.copyfileobj(data, out)
-        out.flush()
-        os.fsync(out.fileno())
+    """Copy one file to a new 0600 file (never following into an existing one), keeping its modification time."""
+    with source.open("rb") as data:  # first: a source gone meanwhile leaves no empty copy behind
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(data, out)
+            out.flush()
+            os.fsync(out.fileno())
+            modified = os.fstat(data.fileno()).st_mtime_ns
     os.chmod(target, 0o600)
+    os.utime(target, ns=(modified, modified))
 
 
 def _write_private(path: Path, text: str) -> None:

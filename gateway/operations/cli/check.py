@@ -44,6 +44,7 @@ def render_plan(loaded: LoadedConfig, plan: RunPlan) -> str:
         ),
         ("model", _model_line(loaded)),
         ("compression", _compression_line(loaded)),
+        ("voice notes", _transcription_line(loaded)),
         ("health", f"http://{s.health.host}:{s.health.port}/health"),
     ]
     width = max(len(label) for label, _ in rows)
@@ -82,3 +83,21 @@ def _compression_line(loaded: LoadedConfig) -> str:
         f"agent compacts at {c.threshold:.0%} of the window, keeping {c.target_ratio:.0%} of that as tail "
         f"(at least {c.protect_last_n} messages); gateway hygiene at {c.hygiene_threshold:.0%}"
     )
+
+
+def _transcription_line(loaded: LoadedConfig) -> str:
+    media = loaded.settings.media
+    t = media.transcription
+    if not media.enabled:
+        return "not read (media.enabled is false: users are told files are not read here)"
+    if t is None:
+        return "not transcribed (media.transcription is not set: users are told voice notes are not supported here)"
+    variable = loaded.variable_for("media.transcription.api_key")
+    if t.api_key:
+        key = f"key from {variable}" if variable else "key set in config.yaml"
+    elif t.base_url:
+        key = "no key (fine for a local server)"
+    else:
+        key = f"no key, which OpenAI refuses ({loaded.looked_for(['media.transcription.api_key'])})"
+    language = f"language {t.language}" if t.language else "language detected"
+    return f"transcribed by {t.model} at {t.endpoint} ({language}, timeout {t.timeout:g} s), {key}"

@@ -1,6 +1,7 @@
 """``switchboard doctor``: check everything the gateway needs, one line per check.
 
-    switchboard doctor              config, home, database, disk, then each platform token and the model
+    switchboard doctor              config, home, database, disk, then each platform token, the model and the
+                                    transcription endpoint (its model list only: no audio is sent)
     switchboard doctor --offline    the local checks only
 
 Each line reads ``ok``, ``FAIL`` or ``skip``, what was checked and, after a
@@ -26,7 +27,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="check config, permissions, database, disk, tokens and the model",
         description="Run every check an operator would do by hand and say how to fix what fails.",
     )
-    parser.add_argument("--offline", action="store_true", help="skip the platform and model checks (no network)")
+    parser.add_argument("--offline", action="store_true",
+                        help="skip the platform, model and transcription checks (no network)")  # fmt: skip
     add_config_option(parser)
     parser.set_defaults(handler=doctor_command)
 

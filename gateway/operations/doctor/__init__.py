@@ -3,9 +3,10 @@
 Local checks (``local.py``) read files only: the configuration, the home's
 permissions, the database and the free disk space. Network checks ask each
 enabled platform whether its token is good (``platforms.py``, plain aiohttp
-so no platform library is imported) and send the model a one-token request
-(``model.py``). ``runner.py`` runs them in order; ``results.py`` holds the shape of a
-result and its rendering.
+so no platform library is imported), send the model a one-token request
+(``model.py``) and ask the transcription endpoint for its model list
+(``transcription.py``). ``runner.py`` runs them in order; ``results.py`` holds
+the shape of a result and its rendering.
 """
 
 from gateway.operations.doctor.results import Check, Status, render

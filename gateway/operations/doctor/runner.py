@@ -12,6 +12,7 @@ from gateway.operations.doctor.local import config_check, config_error_check, da
 from gateway.operations.doctor.model import model_check
 from gateway.operations.doctor.platforms import run_platform_check
 from gateway.operations.doctor.results import Check
+from gateway.operations.doctor.transcription import NAME as VOICE, transcription_check, transcription_skip
 from gateway.operations.redaction import load_config_masked
 
 LOCAL_NAMES = ("home", "database", "disk")
@@ -22,7 +23,8 @@ async def run_checks(config_path: Path | None, *, offline: bool) -> list[Check]:
     try:
         loaded = load_config_masked(config_path)
     except ConfigError as error:
-        skipped = [Check.skip(name, "needs a valid configuration") for name in (*LOCAL_NAMES, *PLATFORMS, "model")]
+        names = (*LOCAL_NAMES, *PLATFORMS, "model", VOICE)
+        skipped = [Check.skip(name, "needs a valid configuration") for name in names]
         return [config_error_check(error), *skipped]
     checks = [config_check(loaded), home_check(loaded), database_check(loaded), disk_check(loaded)]
     checks += await _network_checks(loaded, offline=offline)
@@ -43,8 +45,9 @@ async def _network_checks(loaded: LoadedConfig, *, offline: bool) -> list[Check]
             results.append(pending[-1])
     if offline:
         results.append(Check.skip("model", "--offline"))
+        results.append(transcription_skip(loaded) or Check.skip(VOICE, "--offline"))
     else:
-        pending.append(asyncio.create_task(model_check(loaded)))
-        results.append(pending[-1])
+        pending += [asyncio.create_task(model_check(loaded)), asyncio.create_task(transcription_check(loaded))]
+        results += pending[-2:]
     await asyncio.gather(*pending)
     return [item.result() if isinstance(item, asyncio.Task) else item for item in results]

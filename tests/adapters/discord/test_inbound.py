@@ -6,11 +6,11 @@ from collections.abc import AsyncIterator
 
 import pytest_asyncio
 
-from adapters.contract import Attachment, ChatType, OutboundMessage
+from adapters.contract import ChatType, OutboundMessage
 from adapters.discord import DiscordAdapter
 from adapters.discord.adapter import DiscordSettings
 from tests.adapters.discord.conftest import ALICE, BOB, Collected
-from tests.fakes.discord_api import DiscordEmulator, payloads
+from tests.fakes.discord_api import DiscordEmulator
 
 OTHER_BOT = "400000000000000001"
 
@@ -88,15 +88,3 @@ async def test_allow_bots_lets_other_bots_through(emulator: DiscordEmulator) -> 
     finally:
         await adapter.close()
 
-
-async def test_attachments_are_described_as_metadata(
-    emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Collected]
-) -> None:
-    photo = payloads.attachment("cat.png", size=2048, content_type="image/png")
-    document = payloads.attachment("notes.pdf", size=4096, content_type="application/pdf")
-    await emulator.dm(ALICE, "look", attachments=[photo, document])
-    (message,) = await adapter[1].wait(1)
-    assert message.attachments == (
-        Attachment(kind="photo", name="cat.png", mime_type="image/png", size=2048, ref=photo["url"]),
-        Attachment(kind="document", name="notes.pdf", mime_type="application/pdf", size=4096, ref=document["url"]),
-    )

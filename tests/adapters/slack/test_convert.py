@@ -58,6 +58,13 @@ def test_files_become_attachment_metadata() -> None:
     ]  # fmt: skip
 
 
+def test_a_files_numbers_that_are_no_numbers_are_left_out() -> None:
+    files = [{"id": "F1", "name": "odd.png", "mimetype": "image/png", "size": True, "original_w": "wide",
+              "original_h": -3, "duration_ms": None, "url_private_download": "https://files.slack.com/x"}]  # fmt: skip
+    (odd,) = convert(message("D1", "U1", "", subtype="file_share", files=files)).attachments
+    assert (odd.size, odd.width, odd.height, odd.duration) == (None, None, None, None)
+    assert odd.url == "https://files.slack.com/x"
+
 
 def test_channel_thread_reply_waits_for_the_thread_check_already_marked_for_the_gateway() -> None:
     result = to_inbound(message("C1", "U1", "go on", channel_type="channel", ts="17.2", thread_ts="17.1"), BOT)

@@ -20,6 +20,7 @@ import pytest_asyncio
 
 from adapters.contract import InboundMessage
 from adapters.telegram import TelegramAdapter, TelegramSettings
+from adapters.telegram.polling import PollingSettings
 from config import load_config
 from config.loader import LoadedConfig
 from config.plan import build_plan
@@ -31,6 +32,7 @@ from storage import Store
 from tests.fakes.model_server import ModelServer
 from tests.fakes.telegram_api import Chat, TelegramAPI, User
 from tests.gateway.conftest import write_config
+from tests.waiting import eventually
 
 ALICE = User(id=1001, first_name="Alice", username="alice")
 BOB = User(id=1002, first_name="Bob")
@@ -112,5 +114,36 @@ async def adapter(telegram_api: TelegramAPI) -> AsyncIterator[TelegramAdapter]:
     await running.start(_ignore)
     try:
         yield running
+    finally:
+        await running.close()
+
+
+@dataclass
+class Listening:
+    """The adapter alone, long polling the emulator, keeping every inbound message it hands the gateway."""
+
+    adapter: TelegramAdapter
+    received: list[InboundMessage]
+
+    async def next(self, count: int = 1) -> list[InboundMessage]:
+        """Wait for ``count`` more messages than were taken so far; returns them (and takes them)."""
+        await eventually(lambda: len(self.received) >= count, f"{count} inbound message(s)")
+        taken, self.received[:] = self.received[:count], self.received[count:]
+        return taken
+
+
+@pytest_asyncio.fixture
+async def listening(telegram_api: TelegramAPI) -> AsyncIterator[Listening]:
+    received: list[InboundMessage] = []
+
+    async def keep(message: InboundMessage) -> None:
+        received.append(message)
+
+    settings = TelegramSettings(token=telegram_api.token, api_base_url=telegram_api.base_url,
+                                polling=PollingSettings(poll_timeout=1))  # fmt: skip
+    running = TelegramAdapter(settings)
+    await running.start(keep)
+    try:
+        yield Listening(running, received)
     finally:
         await running.close()

@@ -7,6 +7,14 @@ inject users' messages with :meth:`DiscordEmulator.dm` and
 ``emulator.world`` (``sent``, ``repeats``, ``edits`` with their times, ``typing``,
 ``rest_calls``) and ``emulator.gateway`` (``identifies``, ``resumes``, ``closes``).
 
+Files users upload: :meth:`DiscordEmulator.attachment` registers bytes and returns the
+attachment as MESSAGE_CREATE carries it, its ``url`` on the emulator's CDN path
+(``/attachments/<channel>/<id>/<name>``, signed like Discord's, no token needed), which
+``emulator.files`` (:class:`tests.fakes.served_files.ServedFiles`) serves; a test makes a download
+of it fail there (404, hang, redirect, cut short) and reads ``emulator.files.downloads``.
+:meth:`DiscordEmulator.voice_message` sends a voice message (the message flag, the recording's
+duration and waveform).
+
 Discord's per-channel rate limit on creates and edits (5 per 5 s, see
 :mod:`.limits`) is off unless :meth:`DiscordEmulator.enforce_rates` (or
 ``DiscordEmulator(rates=True)``) turns it on: the existing tests send faster,
@@ -27,6 +35,7 @@ from tests.fakes.discord_api.gateway import MESSAGE_CONTENT_INTENT, GatewayServe
 from tests.fakes.discord_api.limits import ChannelLimits
 from tests.fakes.discord_api.rest import RestApi
 from tests.fakes.discord_api.world import Edit, Failure, SentMessage, World
+from tests.fakes.served_files import ServedFiles
 
 __all__ = ("MESSAGE_CONTENT_INTENT", "DiscordEmulator", "Edit", "Failure", "SentMessage", "World")
 
@@ -36,6 +45,8 @@ TOKEN = "emulator-bot-token"
 class DiscordEmulator:
     def __init__(self, token: str = TOKEN, *, rates: bool = False) -> None:
         self.world = World(token)
+        self.files = ServedFiles()
+        """The bytes behind the attachments' URLs (see the module's docstring)."""
         self.enforce_rates(rates)
         self.port = 0
         self.gateway: GatewayServer | None = None
@@ -50,6 +61,11 @@ class DiscordEmulator:
         return f"http://127.0.0.1:{self.port}/api/v10"
 
     @property
+    def cdn_base_url(self) -> str:
+        """Where attachments are served: the same site as the REST API, as the adapter derives it."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
     def gateway_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/gateway"
 
@@ -61,6 +77,7 @@ class DiscordEmulator:
         gateway = GatewayServer(self.world, "")
         rest.add_routes(app)
         gateway.add_routes(app)
+        app.router.add_get("/attachments/{channel}/{attachment}/{name}", self._download)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
         self.port = int(self._runner.addresses[0][1])
@@ -68,6 +85,7 @@ class DiscordEmulator:
         self.gateway = gateway
 
     async def stop(self) -> None:
+        self.files.release()
         if self.gateway is not None:
             await self.gateway.close_all()
         if self._runner is not None:
@@ -96,6 +114,42 @@ class DiscordEmulator:
         channel_id = self.world.thread_id if in_thread else self.world.channel_id
         return await self._post(channel_id, self.world.guild_id, user_id, text, **fields)
 
+    async def voice_message(self, user_id: str, data: bytes, *, duration: float) -> dict[str, Any]:
+        """The user sends the bot a voice message (a recording of ``duration`` seconds) in a DM."""
+        channel_id = self.world.dm_channel_for(user_id)
+        recording = self.attachment(data, "voice-message.ogg", content_type="audio/ogg", duration=duration,
+                                    channel_id=channel_id)  # fmt: skip
+        return await self._post(channel_id, None, user_id, "", attachments=[recording], flags=payloads.VOICE_MESSAGE)
+
+    # --- files users upload ------------------------------------------------------------------
+    def attachment(
+        self,
+        data: bytes,
+        name: str,
+        *,
+        content_type: str | None = None,
+        width: int | None = None,
+        height: int | None = None,
+        duration: float | None = None,
+        size: int | None = None,
+        channel_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Register ``data`` as an uploaded file; returns the attachment for a message's ``attachments``.
+
+        ``size`` overrides what Discord claims (default: the real length); the URL carries Discord's
+        signature parameters (``ex``, ``is``, ``hm``), which the emulator does not check."""
+        attachment_id = payloads.snowflake()
+        self.files.add(attachment_id, data)
+        channel = channel_id or self.world.channel_id
+        url = f"{self.cdn_base_url}/attachments/{channel}/{attachment_id}/{name}?ex=6a000000&is=69f00000&hm=00ff"
+        return payloads.attachment(
+            name, size=len(data) if size is None else size, content_type=content_type, attachment_id=attachment_id,
+            url=url, width=width, height=height, duration=duration,
+        )  # fmt: skip
+
+    async def _download(self, request: web.Request) -> web.StreamResponse:
+        return await self.files.answer(request, request.match_info["attachment"])
+
     async def _post(
         self,
         channel_id: str,
@@ -107,6 +161,7 @@ class DiscordEmulator:
         reply_to: str | None = None,
         mentions: list[dict[str, Any]] | None = None,
         attachments: list[dict[str, Any]] | None = None,
+        flags: int = 0,
     ) -> dict[str, Any]:
         if self.gateway is None:
             raise RuntimeError("the emulator is not started")
@@ -114,7 +169,7 @@ class DiscordEmulator:
         referenced = self.world.messages[reply_to] if reply_to else None
         data = payloads.message(
             message_id=payloads.snowflake(), channel_id=channel_id, author=author, content=text, guild_id=guild_id,
-            mentions=mentions, attachments=attachments, referenced=referenced,
+            mentions=mentions, attachments=attachments, referenced=referenced, flags=flags,
         )  # fmt: skip
         self.world.messages[data["id"]] = data
         await self.gateway.dispatch("MESSAGE_CREATE", data)

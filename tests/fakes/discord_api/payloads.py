@@ -15,6 +15,8 @@ CHANNEL_DM = 1
 CHANNEL_PUBLIC_THREAD = 11
 MESSAGE_DEFAULT = 0
 MESSAGE_REPLY = 19
+VOICE_MESSAGE = 1 << 13
+"""The message flag of a voice message (IS_VOICE_MESSAGE)."""
 
 _ids = itertools.count(900_000_000_000_000_000)
 
@@ -82,12 +84,28 @@ def guild(guild_id: str, name: str, owner_id: str, channels: list[dict[str, Any]
     }  # fmt: skip
 
 
-def attachment(name: str, *, size: int = 1024, content_type: str | None = None) -> dict[str, Any]:
-    attachment_id = snowflake()
-    url = f"https://cdn.example.invalid/attachments/{attachment_id}/{name}"
+def attachment(
+    name: str,
+    *,
+    size: int = 1024,
+    content_type: str | None = None,
+    attachment_id: str | None = None,
+    url: str | None = None,
+    width: int | None = None,
+    height: int | None = None,
+    duration: float | None = None,
+) -> dict[str, Any]:
+    """An attachment as MESSAGE_CREATE carries it; ``duration`` makes it a voice message's recording (with the
+    waveform Discord sends along). Without ``url`` it points at a CDN that does not exist."""
+    attachment_id = attachment_id or snowflake()
+    url = url or f"https://cdn.example.invalid/attachments/{attachment_id}/{name}"
     item: dict[str, Any] = {"id": attachment_id, "filename": name, "size": size, "url": url, "proxy_url": url}
     if content_type:
         item["content_type"] = content_type
+    if width is not None and height is not None:
+        item.update(width=width, height=height)
+    if duration is not None:
+        item.update(duration_secs=duration, waveform="AAAAAAAAAAAA", flags=0)
     return item
 
 
@@ -102,12 +120,13 @@ def message(
     attachments: list[dict[str, Any]] | None = None,
     referenced: dict[str, Any] | None = None,
     nonce: str | None = None,
+    flags: int = 0,
 ) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": message_id, "channel_id": channel_id, "author": author, "content": content, "timestamp": now_iso(),
         "edited_timestamp": None, "tts": False, "mention_everyone": False, "mentions": mentions or [],
         "mention_roles": [], "attachments": attachments or [], "embeds": [], "pinned": False,
-        "type": MESSAGE_REPLY if referenced else MESSAGE_DEFAULT, "flags": 0, "components": [],
+        "type": MESSAGE_REPLY if referenced else MESSAGE_DEFAULT, "flags": flags, "components": [],
     }  # fmt: skip
     if guild_id is not None:
         data["guild_id"] = guild_id

@@ -32,6 +32,7 @@ from .replies import (
     Unavailable,
 )
 from .pacing import writing_seconds
+from .transcription import TranscriptionEndpoint
 from .turn import Turn, build_turn
 from .wire import SseEvent, Sleep, json_response, send_broken_json, send_sse
 
@@ -123,6 +124,7 @@ class ModelServer:
         self._runner: web.AppRunner | None = None
         self._wake = asyncio.Event()
         self._generation = 0
+        self.transcription = TranscriptionEndpoint()
         self.reset()
 
     # -- lifecycle ---------------------------------------------------------
@@ -138,6 +140,7 @@ class ModelServer:
         app.router.add_post("/v1/messages", self._anthropic_messages)
         app.router.add_post("/v1/messages/count_tokens", self._anthropic_count_tokens)
         app.router.add_post("/v1/chat/completions", self._openai_chat)
+        self.transcription.add_routes(app.router)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=2.0)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.host, 0).start()
@@ -166,6 +169,7 @@ class ModelServer:
         self.api_key: str | None = None
         self.anthropic_cache = AnthropicCache(self._store)
         self.openai_cache = OpenAICache(self._store)
+        self.transcription.reset()
 
     # -- scripting and inspection -------------------------------------------
 

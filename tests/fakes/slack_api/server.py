@@ -6,8 +6,10 @@ chat.update, chat.startStream / appendStream / stopStream and
 assistant.threads.setStatus (see :mod:`.streams`), apps.connections.open, conversations.replies and
 conversations.history (over the bot's posts, with the ``metadata`` they were
 posted with when ``include_all_metadata`` is set, and the user messages a test
-recorded with :meth:`record`, see :mod:`.history`) and users.info (over :attr:`FakeSlack.users`, see
-:mod:`.users`, which can also answer ``missing_scope``); any other method answers ``{"ok": false, "error":
+recorded with :meth:`record`, see :mod:`.history`), users.info (over :attr:`FakeSlack.users`, see
+:mod:`.users`, which can also answer ``missing_scope``) and files.info (over
+:attr:`FakeSlack.files`, see :mod:`.files`, which also serves the files' downloads under
+``/files-pri/``, to the bot token only); any other method answers ``{"ok": false, "error":
 "unknown_method"}``. Every call is recorded in :attr:`FakeSlack.calls`; posts
 and updates also land in :attr:`posts` and :attr:`updates`, and every change of
 what a message shows (a post, an update, a stream's start, append and stop) in
@@ -38,6 +40,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from .files import Files
 from .history import History
 from .rates import ChannelRates
 from .streams import Streams
@@ -131,12 +134,15 @@ class FakeSlack:
         app.router.add_post("/api/{method}", self._api)
         app.router.add_get("/api/{method}", self._api)
         app.router.add_get("/socket/{connection}", self._socket)
+        app.router.add_get("/files-pri/{team_file}/{tail:.*}", self._file_download)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.host, 0).start()
         self.port = self._runner.addresses[0][1]
+        self.files.site = self.site
 
     async def stop(self) -> None:
+        self.files.served.release()
         await self.close_sockets()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -151,6 +157,10 @@ class FakeSlack:
         self.connections = 0
         self.history = History()
         self.users = Directory()
+        if hasattr(self, "files"):
+            self.files.served.release()  # a download a test left hanging ends now
+        self.files = Files(self.site, TEAM_ID, BOT_TOKEN)
+        """Files users shared (see :mod:`.files`)."""
         self.shown: list[Shown] = []
         self.rates = ChannelRates(lambda: self.clock())
         self.streams = Streams(self.history, self._next_ts, self._shown, author={"user": BOT_USER_ID, "bot_id": BOT_ID})
@@ -160,8 +170,13 @@ class FakeSlack:
         self._envelope_ids = itertools.count(1)
 
     @property
+    def site(self) -> str:
+        """``http://host:port``: the Web API and the files' downloads are both here."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
     def api_url(self) -> str:
-        return f"http://{self.host}:{self.port}/api/"
+        return f"{self.site}/api/"
 
     # --- scripting and reading -------------------------------------------------------------
     def fail_next(self, method: str, *failures: Failure) -> None:
@@ -255,6 +270,7 @@ class FakeSlack:
             "conversations.history": self._history,
             "conversations.replies": self._replies,
             "users.info": self._users_info,
+            "files.info": self.files.info,
         }.get(method)
         if self._failures[method]:
             failure = self._failures[method].popleft()
@@ -347,6 +363,9 @@ class FakeSlack:
         if token != APP_TOKEN:
             return {"ok": False, "error": "invalid_auth" if token and token.startswith("xapp-") else "not_allowed_token_type"}
         return {"ok": True, "url": f"ws://{self.host}:{self.port}/socket/{self.connections + 1}"}
+
+    async def _file_download(self, request: web.Request) -> web.StreamResponse:
+        return await self.files.download(request)
 
     async def _notify(self, change: Callable[[], object]) -> None:
         async with self._changed:

@@ -81,13 +81,6 @@ def text_mention(text: str, word: str, user: User) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def photo_sizes(file_id: str) -> list[dict[str, Any]]:
-    return [
-        {"file_id": f"{file_id}-s", "file_unique_id": f"{file_id}-us", "width": 90, "height": 60, "file_size": 1200},
-        {"file_id": file_id, "file_unique_id": f"{file_id}-u", "width": 1280, "height": 853, "file_size": 98765},
-    ]
-
-
 def message_json(
     *,
     message_id: int,

@@ -29,6 +29,8 @@ The test side (see :mod:`.users` for injecting user messages):
   tests send faster than Telegram allows. :attr:`TelegramAPI.rate_limited` counts the
   429 answers sent, scripted ones included. ``GET /_test/shown`` serves both to another process.
 * Webhooks and their failures: see :mod:`.webhooks`.
+* Files users send (``getFile`` and ``/file/bot<token>/<path>`` downloads, with faults on demand) and
+  the photo, document, voice, audio and album messages that carry them: see :mod:`.files` and :mod:`.media`.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from aiohttp import web
 from .builders import Chat, User
 from .flood import COUNTED, FloodControl
 from .html_check import ParseError, parse_html, utf16_length
+from .media import MediaSide
 from .screen import Screen, Shown
 from .webhooks import WebhookSide
 from .wire import Failure, as_bool, as_int, as_json, error, failure, ok, read_params
@@ -87,7 +90,7 @@ class BotMessage:
     edits: list[str] = field(default_factory=list)
 
 
-class TelegramAPI(WebhookSide):
+class TelegramAPI(MediaSide, WebhookSide):
     def __init__(
         self, token: str = "123456789:TEST-token", host: str = "127.0.0.1", port: int = 0, *, rates: bool = False
     ) -> None:
@@ -120,14 +123,11 @@ class TelegramAPI(WebhookSide):
         self._pusher: asyncio.Task[None] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
     async def start(self) -> None:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
         self.add_control_routes(app)
+        self.add_file_routes(app)
         app.router.add_get("/_test/shown", self._control_shown)
         self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -139,6 +139,7 @@ class TelegramAPI(WebhookSide):
     async def stop(self) -> None:
         self._closing = True
         self._unstalled.set()
+        self.release_hung_downloads()
         async with self.changed:
             self.changed.notify_all()
         if self._pusher is not None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .builders import Chat, User, message_json, photo_sizes
+from .builders import Chat, User, message_json
 
 
 class UserSide:
@@ -44,7 +44,13 @@ class UserSide:
         self.chats[chat.id] = chat
         return chat
 
-    async def say(
+    async def say(self, user: User, text: str | None = None, **fields: Any) -> dict[str, Any]:
+        """``user`` writes ``text`` (in a private chat unless ``chat`` is given); returns the update.
+        ``fields``: those of :meth:`message`."""
+        [update] = await self.queue(self.message(user, text, **fields))
+        return update
+
+    def message(
         self,
         user: User,
         text: str | None = None,
@@ -54,7 +60,7 @@ class UserSide:
         reply_to_bot: int | None = None,
         **fields: Any,
     ) -> dict[str, Any]:
-        """``user`` writes ``text`` (in a private chat unless ``chat`` is given); returns the update.
+        """The message :meth:`say` sends, built but not queued (see :meth:`queue`).
 
         ``reply_to_bot`` is the id of a bot message this one replies to; ``fields`` go to
         :func:`.builders.message_json` (``caption``, ``entities``, ``extra`` for media).
@@ -63,16 +69,19 @@ class UserSide:
         reply = None
         if reply_to_bot is not None:
             reply = {"message_id": reply_to_bot, "date": 0, "chat": chat.to_json(), "from": self.bot.to_json(), "text": "…"}
+        return message_json(
+            message_id=self.next_message_id(chat.id), chat=chat, sender=user, text=text, thread_id=thread_id,
+            reply_to=reply, topic_creator=self.bot, **fields,
+        )  # fmt: skip
+
+    async def queue(self, *messages: dict[str, Any]) -> list[dict[str, Any]]:
+        """Queue one ``message`` update per message, all at once (one getUpdates answer can bring them all)."""
         async with self.changed:
-            message = message_json(
-                message_id=self.next_message_id(chat.id), chat=chat, sender=user, text=text, thread_id=thread_id,
-                reply_to=reply, topic_creator=self.bot, **fields,
-            )  # fmt: skip
-            update = {"update_id": next(self._update_ids), "message": message}
-            self.updates.append(update)
-            self.all_updates.append(update)
+            updates = [{"update_id": next(self._update_ids), "message": message} for message in messages]
+            self.updates.extend(updates)
+            self.all_updates.extend(updates)
             self.changed.notify_all()
-        return update
+        return updates
 
     async def push_update(self, **fields: Any) -> dict[str, Any]:
         """Queue an update of any shape under the next update id: a kind of update this emulator does not
@@ -83,18 +92,6 @@ class UserSide:
             self.all_updates.append(update)
             self.changed.notify_all()
         return update
-
-    async def send_photo(self, user: User, caption: str | None = None, *, chat: Chat | None = None) -> dict[str, Any]:
-        return await self.say(user, chat=chat, caption=caption, extra={"photo": photo_sizes(f"photo-{user.id}")})
-
-    async def send_document(self, user: User, name: str, mime_type: str, *, caption: str | None = None) -> dict[str, Any]:
-        document = {"file_id": f"doc-{name}", "file_unique_id": f"u-{name}", "file_name": name, "mime_type": mime_type,
-                    "file_size": 2048}  # fmt: skip
-        return await self.say(user, caption=caption, extra={"document": document})
-
-    async def send_voice(self, user: User) -> dict[str, Any]:
-        voice = {"file_id": "voice-1", "file_unique_id": "uv-1", "duration": 3, "mime_type": "audio/ogg", "file_size": 4096}
-        return await self.say(user, extra={"voice": voice})
 
     async def edit_user_message(self, update: dict[str, Any], text: str) -> dict[str, Any]:
         """The user edits a message they sent: Telegram sends an ``edited_message`` update."""
