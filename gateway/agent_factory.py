@@ -21,6 +21,7 @@ from agent import (
     make_provider,
 )
 from config.loader import LoadedConfig
+from storage import MediaFolder
 
 
 def _target(
@@ -49,8 +50,8 @@ def build_routers(loaded: LoadedConfig) -> tuple[ModelRouter, ModelRouter]:
 def build_agent(
     loaded: LoadedConfig, *, search: ScopedSearchFunction | None = None, media: MediaSource | None = None
 ) -> Agent:
-    """The agent; ``media`` is where it reads the bytes of users' pictures and documents (the home's
-    media folder; None: they reach the model as stand-ins)."""
+    """The agent; ``media`` is where it reads the bytes of users' pictures and documents (default: the
+    home's media folder, ``LoadedConfig.media_dir``, where the gateway's media pipeline keeps them)."""
     s = loaded.settings
     router, summary_router = build_routers(loaded)
     prices = PriceTable({name: Price(p.input, p.output, p.cache_read, p.cache_write) for name, p in s.model.prices.items()})
@@ -68,4 +69,5 @@ def build_agent(
         system_message=s.agent.system_message,
         workdir=Path(s.agent.workdir).expanduser() if s.agent.workdir else None,
     )
+    media = media if media is not None else MediaFolder(loaded.media_dir)
     return Agent(settings, router, summary_router=summary_router, search=search, prices=prices, media=media)

@@ -41,11 +41,13 @@ from gateway.operations.health import HealthServer
 from gateway.inbound.ledger import InboundLedger, Outcome
 from gateway.inbound.intake import Intake
 from gateway.inbound.lanes import Lanes
+from gateway.media_setup import GatewayMedia
 from gateway.turn.memory_scope import move_global_memory
 from gateway.operations.metrics import Metrics
 from gateway.inbound.pairing import Pairing
 from gateway.turn.platform_hints import PlatformHints
 from gateway.operations.redaction import redactor
+from gateway.turn.attachments import MediaStep
 from gateway.turn.slots import AgentSlots
 from gateway.tasks import TaskTracker
 from gateway.turn.retry import TurnRetry, TurnRetryPolicy
@@ -101,6 +103,9 @@ class Gateway:
         hints = PlatformHints(self._by_platform, settings.agent.platform_hints)
         self.conversations = Conversations(store, agent, settings.sessions, clock=clock, platform_hint=hints)
         self._ledger = InboundLedger(store, self.delivery, self.metrics)
+        self.media = GatewayMedia(loaded)
+        media_step = MediaStep(self.media.pipeline, adapters=self._by_platform, delivery=self.delivery,
+                               ledger=self._ledger, conversations=self.conversations, metrics=self.metrics)  # fmt: skip
         runner = TurnRunner(
             store=store,
             conversations=self.conversations,
@@ -112,6 +117,7 @@ class Gateway:
             context_length=agent.window.tokens,
             group_per_user=settings.sessions.group_per_user,
             slots=AgentSlots(settings.sessions.max_concurrent_turns, on_wait=self.metrics.lane_wait.observe),
+            media=media_step,
             tool_progress=settings.gateway.tool_progress,
             streaming=settings.gateway.streaming != "off",
         )
@@ -216,7 +222,8 @@ class Gateway:
 
     async def _keep_house(self) -> None:
         """Every ``gateway.undelivered_retry_every`` seconds, try again the chats whose replies could
-        not be delivered (an outage); once an hour, forget settled inbox and outbox rows older than a week."""
+        not be delivered (an outage); at start and once an hour, forget settled inbox and outbox rows
+        older than a week and the media files older than ``media.retention_days``."""
         pruned_at: float | None = None
         while True:
             await self._quietly(self.delivery.retry_stalled(spawn=self._tasks.spawn), "delivery.retry_failed", "all")
@@ -226,6 +233,7 @@ class Gateway:
             await asyncio.sleep(self._loaded.settings.gateway.undelivered_retry_every)
 
     async def _prune(self) -> None:
+        await self.media.prune()
         cutoff = self._clock() - KEEP_SETTLED
         try:
             inbox = await self._store.inbox_prune(cutoff)
@@ -286,6 +294,7 @@ class Gateway:
         for adapter in self._adapters:
             await self._quietly(adapter.close(), "adapter.close_failed", adapter.platform)
         await self._health.stop()
+        await self._quietly(self.media.aclose(), "media.close_failed", "all")
         await self._agent.aclose()
         await self._store.close()
         log.info("shutdown.done", finished=drained.finished, cancelled=drained.cancelled)

@@ -79,6 +79,8 @@ class MediaProblem:
     """One word for logs and metrics, as :class:`MediaRejected`'s (plus ``failed``: an error of ours)."""
     user_text: str
     """Why, in one short sentence without the file's name."""
+    kind: str = field(default="file", compare=False)
+    """What the platform said the file was (photo, document, voice, ...), for metrics."""
 
 
 @dataclass(slots=True)
@@ -155,10 +157,11 @@ class MediaPipeline:
         try:
             return await self._take(adapter, message, attachment, seen)
         except MediaRejected as rejected:
-            problem = MediaProblem(_what(attachment), rejected.reason, rejected.user_text)
+            problem = MediaProblem(_what(attachment), rejected.reason, rejected.user_text, attachment.kind)
         except Exception:
             log.exception("media.failed", platform=message.platform, kind=attachment.kind, event_id=message.event_id)
-            problem = MediaProblem(_what(attachment), "failed", "it could not be read because of an error on our side")
+            problem = MediaProblem(_what(attachment), "failed", "it could not be read because of an error on our side",
+                                   attachment.kind)
         log.warning("media.rejected", platform=message.platform, kind=attachment.kind, reason=problem.reason,
                     size=seen.size, mime=seen.mime, detail=seen.detail, event_id=message.event_id)  # fmt: skip
         return problem

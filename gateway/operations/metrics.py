@@ -119,6 +119,11 @@ class Metrics(Collector):
         self.stream_updates = Count(
             "switchboard_stream_updates_total", "Sends and edits of replies shown while they are written", ["platform", "mode"]
         )
+        self.media = Count(
+            "switchboard_media_total",
+            "Files users sent, by kind and what became of them: ok, transcribed, or the reason one was refused",
+            ["platform", "kind", "outcome"],
+        )
         self.turn_retries = Count(
             "switchboard_turn_retries_total", "Turns tried again after the database failed them, by fault", ["fault"]
         )

@@ -1,6 +1,8 @@
 """What a turn hands the model from the user's side, and how a stored turn is recognised again.
 
-* :func:`compose`: the messages of a batch as one user message (files noted, senders named in a shared thread);
+* :func:`compose`: the messages of a batch as one user message: their words, the files read from them
+  (pictures and documents as media parts, voice notes as transcripts, a line for each file that could not
+  be used), senders named in a shared thread;
 * :func:`event_tag` / :func:`covered_events`: the inbound events a stored user message answers, so a
   turn run again (after a restart, or a try the database failed) finds its own message;
 * :func:`overlay`: the call-time notes the frozen prompt must not hold (who speaks, why the session is new).
@@ -8,33 +10,60 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from adapters.contract import ChatType, InboundMessage
-from agent import combine_ephemeral
+from agent import ChatMessage, MediaPart, combine_ephemeral
 from gateway.turn.conversations import Conversation
+
+if TYPE_CHECKING:
+    from gateway.media.pipeline import Prepared
 
 EVENT_TAG_PREFIX = "events:"
 
 
-def compose(batch: Sequence[InboundMessage], *, named: bool = False) -> str:
-    """The user's turn: the messages' texts in order, with a note for files the model cannot see.
+def compose(batch: Sequence[InboundMessage], prepared: Mapping[str, Prepared], *, named: bool = False) -> ChatMessage:
+    """The user's turn: the messages' texts in order, with what became of their files.
 
-    ``named``: the session is shared by several people, so each message starts with its sender's
-    name (``Alice: ...``); the stored history then keeps who said what.
+    ``prepared``: the files of the messages that had any, as the media pipeline read them, by event
+    id. Pictures and documents become the message's media parts (sent to the model beside the text),
+    transcripts its words, and a file that could not be used a short line saying so. ``named``: the
+    session is shared by several people, so each message starts with its sender's name
+    (``Alice: ...``); the stored history then keeps who said what.
     """
-    parts = []
+    parts: list[str] = []
+    media: list[MediaPart] = []
     for message in batch:
-        text = message.text.strip()
-        notes = [
-            f"[{a.kind}{' ' + a.name if a.name else ''} attached; you cannot open attachments here]"
-            for a in message.attachments
-        ]
-        part = "\n".join(p for p in [text, *notes] if p)
+        read = prepared.get(message.event_id)
+        lines = [message.text.strip()]
+        if read is not None:
+            media += read.parts
+            lines += [_attached(read.parts)] if read.parts else []
+            lines += [f"[{_heard(t.origin, t.name)}, transcribed]: {t.text.strip()}" for t in read.transcripts]
+            lines += [f"[{p.what} could not be used: {as_sentence(p.user_text)} The user was told.]"
+                      for p in read.problems]  # fmt: skip
+        part = "\n".join(line for line in lines if line)
         if part and named:
             part = f"{sender(message)}: {part}"
         parts.append(part)
-    return "\n\n".join(p for p in parts if p) or "(an empty message)"
+    text = "\n\n".join(p for p in parts if p) or "(an empty message)"
+    return ChatMessage(role="user", content=text, media=tuple(media))
+
+
+def as_sentence(text: str) -> str:
+    """``text`` ending with a full stop (a reason from the media pipeline, shown to the user or the model)."""
+    text = text.strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _attached(parts: Sequence[MediaPart]) -> str:
+    """The files that go to the model with a message, named in its text (which picture came with which words)."""
+    return "[attached: " + "; ".join(part.name or part.origin for part in parts) + "]"
+
+
+def _heard(origin: str, name: str | None) -> str:
+    return "voice note" if origin == "voice" else f"audio{' ' + name if name else ''}"
 
 
 def sender(message: InboundMessage) -> str:

@@ -3,9 +3,9 @@
 The protocol, each step persisted before the next depends on it:
 
 1. ``open_session``: the session the messages continue (a new one after a reset);
-2. ``store_user_message``: the messages as one user message, tagged with the inbound events
-   it answers; queued at once and awaited before the turn's next write, so the model call
-   does not wait for its commit;
+2. ``store_user_message``: the messages as one user message with their files (``gateway/turn/attachments.py``),
+   tagged with the inbound events it answers; queued at once and awaited before the turn's next
+   write, so the model call does not wait for its commit;
 3. ``compact_if_needed``: session hygiene, compacting a stored history past 85% of the
    window first, through the agent session's one compaction entry;
 4. ``run_agent``: the agent's turn, every new message stored as it appears (a tool runs
@@ -53,8 +53,9 @@ from gateway.operations.metrics import Metrics
 from gateway.delivery.progress import ToolProgress
 from gateway.delivery.streaming import STOPPED_MARK, ReplyStream, StreamRefusals, StreamTarget
 from gateway.inbound.session_key import SessionKey, session_key_for
+from gateway.turn.attachments import MediaStep
 from gateway.turn.slots import AgentSlots
-from gateway.turn.input import compose, covered_events, event_tag, overlay
+from gateway.turn.input import covered_events, event_tag, overlay
 from gateway.turn.recorder import INTERRUPTED_RESULT, SessionRef, TurnRecorder, interrupted_tool_results
 from gateway.delivery.typing_indicator import typing
 from storage import MessageAppend, OutboxRecord, Store, fault_of
@@ -121,6 +122,7 @@ class TurnRunner:
         context_length: int,
         group_per_user: bool,
         slots: AgentSlots,
+        media: MediaStep,
         tool_progress: bool = True,
         streaming: bool = True,
         refusals: StreamRefusals | None = None,
@@ -138,6 +140,7 @@ class TurnRunner:
         self._streaming = streaming
         self._refusals = refusals if refusals is not None else StreamRefusals()
         self._slots = slots
+        self._media = media
         self._hygiene_warned: OrderedDict[str, None] = OrderedDict()
         """Sessions already told that compaction failed (the most recent ones; bounded)."""
         self._unsent: OrderedDict[str, _Answer] = OrderedDict()
@@ -185,7 +188,10 @@ class TurnRunner:
         turn = _Turn(turn_id, batch, conversation, SessionRef(conversation.record), list(conversation.history), shared)
         with bind(platform=first.platform, chat=first.chat_id, session=conversation.record.id, turn=short_turn_id(turn_id)):
             if store_user:
-                self._store_user_message(turn)
+                user = await self._media.user_message(turn_id, batch, conversation, named=shared)
+                if user is None:
+                    return  # answered by the notice about its files alone
+                self._store_user_message(turn, user)
                 if retry:
                     await turn.session.settled()
             else:
@@ -196,9 +202,8 @@ class TurnRunner:
             finally:
                 await turn.session.settled()  # whatever happened, a failed write of the user's message is not lost silently
 
-    def _store_user_message(self, turn: _Turn) -> None:
+    def _store_user_message(self, turn: _Turn, user: ChatMessage) -> None:
         """Step 2: the messages as one user message, queued (``SessionRef.pending``), and in the history."""
-        user = ChatMessage.user(compose(turn.batch, named=turn.shared))
         message = to_new(user, platform_message_id=event_tag(turn.batch))
         turn.session.pending = self._store.append_messages(turn.session.record.id, [message])
         turn.history.append(user)

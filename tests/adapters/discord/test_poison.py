@@ -89,6 +89,7 @@ async def test_half_a_surrogate_pair_in_a_file_name_embed_or_name_is_stored_and_
              "fields": [{"name": HALF, "value": HALF}]}  # fmt: skip
     data = direct_message(emulator, ALICE, content="look at this", attachments=[attachment], embeds=[embed])
     await emulator.gateway.dispatch("MESSAGE_CREATE", data)
-    (sent,) = await emulator.wait_sent(1)
+    notice, sent = await emulator.wait_sent(2)  # the file is not on the emulator's CDN: the user is told first
+    assert notice.content.startswith("I couldn't use cat\ufffd.png: ")
     assert str(sent.reference["message_id"]) == data["id"]
     assert "cat\ufffd.png" in model_server.last_request.last_user_text

@@ -155,14 +155,15 @@ async def test_edits_deletions_and_channel_copies_of_a_mention_start_no_turn(
     assert len(model_server.requests) == 2
 
 
-async def test_file_share_reaches_the_model_as_attachment_metadata(
+async def test_a_file_share_whose_file_cannot_be_read_is_told_and_its_words_answered(
     start_slack: SlackFactory, model_server: ModelServer
 ) -> None:
     slack = await start_slack("http")
-    files = [{"id": "F0CAT", "name": "cat.png", "mimetype": "image/png", "size": 2048}]
+    files = [{"id": "F0CAT", "name": "cat.png", "mimetype": "image/png", "size": 2048}]  # Slack has no such file
     await post_signed(slack.url, message(DM, ALICE, "look", subtype="file_share", files=files), SIGNING_SECRET)
-    await slack.api.wait_posts(1)
-    assert "[photo cat.png attached" in model_server.last_request.last_user_text
+    notice, answer = await slack.api.wait_posts(2)
+    assert notice.text.startswith("I couldn't use cat.png: ") and answer.text.startswith("ok: look")
+    assert "[cat.png could not be used: " in model_server.last_request.last_user_text
 
 
 async def test_unknown_user_in_a_dm_is_offered_a_pairing_code(start_slack: SlackFactory, model_server: ModelServer) -> None:

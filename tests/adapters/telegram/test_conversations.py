@@ -130,24 +130,6 @@ async def test_forum_topics_are_separate_sessions_answered_in_their_topic(
     ]  # fmt: skip
 
 
-async def test_captions_count_as_text_and_media_reach_the_model_as_a_note(
-    start_telegram: StartTelegram, telegram_api: TelegramAPI, model_server: ModelServer
-) -> None:
-    model_server.responder = lambda record: Text("seen")
-    await start_telegram(sessions={"debounce_ms": 0})
-    await telegram_api.send_photo(ALICE, caption="look at this")
-    await telegram_api.wait_sent(1)
-    await telegram_api.send_document(ALICE, "report.pdf", "application/pdf")
-    await telegram_api.wait_sent(2)
-    await telegram_api.send_voice(ALICE)
-    await telegram_api.wait_sent(3)
-
-    photo, document, voice = user_texts(model_server)
-    assert photo.startswith("look at this") and "[photo attached; you cannot open" in photo
-    assert "[document report.pdf attached; you cannot open" in document
-    assert "[voice attached; you cannot open" in voice
-
-
 async def test_edited_messages_are_not_answered_again(
     start_telegram: StartTelegram, telegram_api: TelegramAPI, model_server: ModelServer
 ) -> None:
