@@ -13,6 +13,10 @@ What the user of this package gives it (the gateway, built from the configuratio
   :func:`make_provider`, a model name, its :func:`cache_policy`), and one for summaries.
 - ``search``: a :data:`ScopedSearchFunction` over past conversations (the gateway's storage
   search); the agent never touches the database.
+- ``media``: a :class:`MediaSource` the bytes of users' pictures and documents are read from
+  (the home's media folder), by the ``sha256`` of each :class:`MediaPart`; whether the main model
+  sees pictures is ``Agent.vision`` / ``AgentSession.vision`` (from ``ModelTarget.vision``, else
+  :func:`vision_default`).
 - Per session: its id, the platform as a plain name, whose memory it uses (a
   :class:`MemoryScope`), and its history as :class:`ChatMessage` s; the agent gives back the
   turn's messages, usage and any compaction (:class:`CompressionResult`) for the caller to store.

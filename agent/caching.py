@@ -4,7 +4,11 @@ Breakpoints follow the *system_and_3* strategy: one on the system prompt and
 one on each of the last three non-system messages that can carry one (four in
 all, Anthropic's maximum). A message of blank text only is never sent as such
 (the API refuses a whitespace-only text block), so it carries none: the earlier
-messages take the breakpoints. The system prompt is frozen per session, so the
+messages take the breakpoints. A user message's pictures and documents come before
+its text, so its breakpoint sits on the text block; with no text, on its last picture
+(natively; the envelope takes them on text only). Their bytes are the same on every
+call, so the marked prefix stays stable. Call-time text (``ModelRequest.ephemeral``)
+is added after the breakpoints are placed, as a block of its own. The system prompt is frozen per session, so the
 first breakpoint is read from cache on every call; the rolling three keep the
 growing conversation cached turn after turn.
 
@@ -102,6 +106,8 @@ def _can_carry(message: dict[str, Any], native: bool) -> bool:
 
     Blank text is never sent (Anthropic refuses a whitespace-only text block), so a message of
     nothing else takes no breakpoint: the one it would have had goes to an earlier message.
+    Natively a picture or document block can carry one (a message of a photo and no caption);
+    the OpenAI-style envelope puts breakpoints on text parts only.
     """
     content = message.get("content")
     if native:
@@ -112,7 +118,9 @@ def _can_carry(message: dict[str, Any], native: bool) -> bool:
         return visible_text(content)
     if isinstance(content, str):
         return visible_text(content)
-    return isinstance(content, list) and bool(content) and isinstance(content[-1], dict) and not _blank_text(content[-1])
+    # The envelope takes a breakpoint on a text part only: a message that ends in a picture has none.
+    last = content[-1] if isinstance(content, list) and content else None
+    return isinstance(last, dict) and last.get("type") == "text" and visible_text(last.get("text"))
 
 
 def visible_text(text: Any) -> bool:

@@ -9,7 +9,8 @@ and reopens them from storage after a restart, passing back the stored
 system-prompt snapshot so the cached prefix stays byte-identical.
 
 The agent knows nothing of platforms' libraries or of the database: the
-platform is a name, the search function and the home directory are passed in,
+platform is a name, the search function, the home directory and where the bytes
+of users' pictures and documents are read (a :class:`agent.media.MediaSource`) are passed in,
 and so is whose memory a session uses (a :class:`agent.memory_scopes.MemoryScope`
 the gateway chooses; the same scope when a session is reopened), which also keeps
 the session's search to that person's or conversation's past conversations.
@@ -19,8 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -30,6 +32,7 @@ from agent.compressor import CompressionResult, ContextCompressor
 from agent.context_window import context_length
 from agent.identity import seed_soul
 from agent.loop import LoopSettings, ToolLoop, TurnObserver, TurnResult
+from agent.media import MediaSource
 from agent.memory_scopes import MemoryBank, MemoryScope
 from agent.messages import ChatMessage
 from agent.prompt import PromptInputs, SystemPrompt, build_system_prompt
@@ -68,7 +71,10 @@ class Agent:
         search: ScopedSearchFunction | None = None,
         tools: ToolRegistry | None = None,
         prices: PriceTable | None = None,
+        media: MediaSource | None = None,
     ) -> None:
+        """``media``: where the bytes of users' pictures and documents are read (the gateway's media
+        folder); None sends every part as a stand-in."""
         self.settings = settings
         self.router = router
         self._summary_router = summary_router or router
@@ -76,6 +82,14 @@ class Agent:
         self._search = search
         self.tools = tools or default_registry(session_search=search is not None)
         self.prices = prices or PriceTable()
+        self._media = media
+        primary = router.primary
+        self.vision = primary.sees_images
+        """Whether the main model reads images (a session's pictures are stand-ins otherwise)."""
+        self.estimate: Callable[[ChatMessage], int] = functools.partial(
+            estimate_message, style=primary.style, vision=self.vision
+        )
+        """Token estimates of messages as the main model counts them (its pictures, its PDFs)."""
         self.memories = MemoryBank(settings.home / "memories")
         self.window = context_length(router.primary.model, settings.context_length)
         seed_soul(settings.home)
@@ -134,7 +148,7 @@ class Agent:
             target_ratio=s.target_ratio,
             protect_last_n=s.protect_last_n,
             summarizer=self._summarizer,
-            estimate=estimate_message,
+            estimate=self.estimate,
         )
         store = self.memories.store(memory) if memory is not None else None
         search = _bound(self._search, memory)
@@ -143,12 +157,21 @@ class Agent:
             self.router,
             compressor,
             self.tools.bind(context),
-            estimate=estimate_message,
+            estimate=self.estimate,
             prices=self.prices,
             settings=LoopSettings(max_iterations=s.max_iterations, tool_timeout=s.tool_timeout, max_tokens=s.max_tokens),
+            media=self._media,
         )
         advisor = TtlAdvisor.from_timestamps(s.cache_ttl, user_times)
-        return AgentSession(session_id, loop, compressor, advisor, caching=self.router.primary.cache.enabled)
+        return AgentSession(
+            session_id,
+            loop,
+            compressor,
+            advisor,
+            caching=self.router.primary.cache.enabled,
+            vision=self.vision,
+            estimate=self.estimate,
+        )
 
 
 def _bound(search: ScopedSearchFunction | None, scope: MemoryScope | None) -> SearchFunction | None:
@@ -166,15 +189,26 @@ class AgentSession:
     """One conversation's agent state, kept across its turns."""
 
     def __init__(
-        self, session_id: str, loop: ToolLoop, compressor: ContextCompressor, advisor: TtlAdvisor, *, caching: bool
+        self,
+        session_id: str,
+        loop: ToolLoop,
+        compressor: ContextCompressor,
+        advisor: TtlAdvisor,
+        *,
+        caching: bool,
+        vision: bool = True,
+        estimate: Callable[[ChatMessage], int] = estimate_message,
     ) -> None:
         self.session_id = session_id
+        self.vision = vision
+        """Whether the session's main model reads images: without, its pictures go as stand-ins
+        (the gateway tells the user once)."""
         self.compressor = compressor
         self._loop = loop
         self._advisor = advisor
         self._caching = caching
         self._lock = asyncio.Lock()
-        self._new_share = NewShare()
+        self._new_share = NewShare(estimate)
 
     async def run_turn(
         self,
@@ -229,7 +263,8 @@ class NewShare:
     everything is counted again.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, estimate: Callable[[ChatMessage], int] = estimate_message) -> None:
+        self._estimate = estimate
         self._total = 0
         self._counted = 0
         self._first: ChatMessage | None = None
@@ -240,9 +275,9 @@ class NewShare:
         continues = n <= len(history) and (n == 0 or (history[n - 1] == self._last and history[0] == self._first))
         if not continues:
             n, self._total = 0, 0
-        self._total += sum(map(estimate_message, itertools.islice(history, n, None)))
+        self._total += sum(map(self._estimate, itertools.islice(history, n, None)))
         self._counted = len(history)
         self._first, self._last = (history[0], history[-1]) if history else (None, None)
         previous_user = next((i for i in range(len(history) - 2, -1, -1) if history[i].role == "user"), 0)
-        added = sum(map(estimate_message, itertools.islice(history, previous_user + 1, None)))
+        added = sum(map(self._estimate, itertools.islice(history, previous_user + 1, None)))
         return min(1.0, added / (self._total or 1))

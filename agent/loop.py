@@ -7,6 +7,10 @@ error forces a compaction and one retry. The turn is cancellable (``/stop``,
 shutdown): calls already made get a stub result so the stored conversation
 never holds a tool call without its answer.
 
+The bytes of the pictures and documents in the conversation are read before each
+call through the injected :class:`agent.media.MediaSource`, once per turn
+(:mod:`agent.turn_media`); what is gone is sent as a stand-in.
+
 Every message the turn produces is handed to the observer as soon as it exists,
 so the gateway can persist it before anything depends on it; while a model call
 streams, the observer is shown its text so far (``on_text``), the compaction's
@@ -16,7 +20,7 @@ summary calls excepted.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -25,10 +29,12 @@ import structlog
 from agent.caching import Ttl
 from agent.compressor import CompressionResult, ContextEngine
 from agent.errors import ContextTooLongError, ModelUnavailableError
+from agent.media import MediaSource
 from agent.messages import ChatMessage, ToolCall
 from agent.providers.base import ModelRequest, ModelResponse, ToolSpec
 from agent.providers.router import ModelRouter
 from agent.providers.text_feed import TextFeed
+from agent.turn_media import TurnMedia
 from agent.usage import PriceTable, Usage
 
 log = structlog.get_logger("agent.loop")
@@ -112,8 +118,11 @@ class ToolLoop:
         estimate: Callable[[ChatMessage], int],
         prices: PriceTable | None = None,
         settings: LoopSettings = LoopSettings(),
+        media: MediaSource | None = None,
     ) -> None:
+        """``media``: where the bytes of the conversation's pictures and documents are read (none: stand-ins)."""
         self._router = router
+        self._media = media
         self._engine = engine
         self._tools = tools
         self._estimate = estimate
@@ -156,6 +165,7 @@ class _Turn:
         # Observers written before streaming have no on_text: they are shown nothing.
         self.text = TextFeed(getattr(observer, "on_text", None))
         self.result = TurnResult(reply="", history=history, outcome="answered")
+        self.media = TurnMedia(loop._media, ((t.style, t.sees_images) for t in loop._router.targets))
         # Prompt size: the last API-reported figure plus estimates of what was added since.
         self._reported = known_prompt_tokens
         # The previous reply and the new user message came after that figure was reported.
@@ -205,12 +215,16 @@ class _Turn:
 
     async def _ask(self, tools: list[ToolSpec], ephemeral: str | None, tools_off: bool) -> ModelResponse:
         """One model call on the history as it is now, its text shown to the observer as it comes."""
-        request = self._request(tools, ephemeral, tools_off)
+        media = await self.media.read(self.history)
+        request = self._request(tools, ephemeral, tools_off, media)
         return await self.loop._router.complete(request, on_billed=self._billed, on_text=self.text)
 
-    def _request(self, tools: list[ToolSpec], ephemeral: str | None, tools_off: bool) -> ModelRequest:
+    def _request(
+        self, tools: list[ToolSpec], ephemeral: str | None, tools_off: bool, media: Mapping[str, bytes]
+    ) -> ModelRequest:
+        primary = self.loop._router.primary
         return ModelRequest(
-            model=self.loop._router.primary.model,
+            model=primary.model,
             system=self.history[0].content,
             messages=self.history[1:],
             tools=tools,
@@ -218,6 +232,8 @@ class _Turn:
             max_tokens=self.loop._settings.max_tokens,
             cache_ttl=self.cache_ttl,
             ephemeral=ephemeral,
+            media=media,
+            vision=primary.sees_images,
         )
 
     async def _maybe_compact(self, *, force: bool) -> bool:

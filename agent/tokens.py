@@ -15,7 +15,8 @@ length and how often they change between lower case, upper case and digits.
 Usage::
 
     estimate_text("Hello, world")           # tokens in one string
-    estimate_message(ChatMessage.user("你好")) # content + tool calls + framing
+    estimate_message(ChatMessage.user("你好")) # content + tool calls + media + framing
+    estimate_message(photo_message, style="openai")  # a picture counted by OpenAI's tiles
 
     tally = TokenTally(fixed=estimate_request("You are helpful.", (), tools))
     tally.add(message)                      # O(len(message))
@@ -33,7 +34,9 @@ import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from agent.media import MediaPart, ProviderStyle, part_tokens, standin
 from agent.messages import ChatMessage
+from agent.providers.media_blocks import NO_VISION
 
 __all__ = [
     "CALIBRATION_BOUNDS",
@@ -44,6 +47,7 @@ __all__ = [
     "estimate_request",
     "estimate_text",
     "estimate_tools",
+    "media_tokens",
 ]
 
 # Tokens per character of each class, plus tokens per run of letters (a word
@@ -77,6 +81,8 @@ MESSAGE_OVERHEAD: Final = 4
 TOOL_CALL_OVERHEAD: Final = 6
 """Framing of one tool call (type, id and argument keys) besides its name and arguments."""
 TOOL_SCHEMA_OVERHEAD: Final = 8
+MEDIA_PART_OVERHEAD: Final = 3
+"""Framing of one picture or document block besides what the picture or text itself costs."""
 """Framing of one tool definition besides its name, description and parameter schema."""
 
 CALIBRATION_BOUNDS: Final = (0.5, 2.0)
@@ -242,21 +248,36 @@ def estimate_text(text: str) -> int:
     return max(1, math.ceil(sum(map(operator.mul, _class_counts(text), _WEIGHTS))))
 
 
-def estimate_message(message: ChatMessage) -> int:
-    """Estimated tokens ``message`` adds to a prompt: content, tool calls and framing.
+def estimate_message(message: ChatMessage, *, style: ProviderStyle = "anthropic", vision: bool = True) -> int:
+    """Estimated tokens ``message`` adds to a prompt: content, tool calls, media parts and framing.
 
-    ``reasoning`` and ``meta`` are not counted: providers do not send them back. The result is
-    remembered on the message (it is immutable), so a long history is estimated once.
+    A picture or document counts as the provider counts it (:func:`agent.media.part_tokens` in
+    ``style``: a picture by its pixels, a PDF by its pages and text), never by its bytes; for a
+    model without ``vision`` a picture is its one-line stand-in and a PDF its text, as they are
+    sent. ``reasoning`` and ``meta`` are not counted: providers do not send them back. The
+    estimate in the default style is remembered on the message (it is immutable, and storage
+    keeps that figure too), so a long history is estimated once; another style adjusts it by
+    the parts alone.
     """
-    if message.token_estimate is not None:
-        return message.token_estimate
-    tokens = MESSAGE_OVERHEAD + estimate_text(message.content)
-    for call in message.tool_calls:
-        tokens += TOOL_CALL_OVERHEAD + estimate_text(call.id) + estimate_text(call.name) + estimate_text(call.arguments)
-    if message.tool_call_id:
-        tokens += estimate_text(message.tool_call_id)
-    object.__setattr__(message, "token_estimate", tokens)
+    tokens = message.token_estimate
+    if tokens is None:
+        tokens = MESSAGE_OVERHEAD + estimate_text(message.content)
+        for call in message.tool_calls:
+            tokens += TOOL_CALL_OVERHEAD + estimate_text(call.id) + estimate_text(call.name) + estimate_text(call.arguments)
+        if message.tool_call_id:
+            tokens += estimate_text(message.tool_call_id)
+        tokens += sum(media_tokens(part) for part in message.media)
+        object.__setattr__(message, "token_estimate", tokens)
+    if message.media and (style, vision) != ("anthropic", True):
+        tokens += sum(media_tokens(part, style, vision) - media_tokens(part) for part in message.media)
     return tokens
+
+
+def media_tokens(part: MediaPart, style: ProviderStyle = "anthropic", vision: bool = True) -> int:
+    """What one media part of a user message costs, as it is sent to a model of ``style`` and ``vision``."""
+    if part.kind == "image" and not vision:
+        return estimate_text(standin(part, NO_VISION))
+    return part_tokens(part, style if vision else "openai") + MEDIA_PART_OVERHEAD
 
 
 def estimate_tools(tools: Sequence[Mapping[str, Any]]) -> int:

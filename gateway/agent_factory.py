@@ -11,6 +11,7 @@ from pathlib import Path
 from agent import (
     Agent,
     AgentSettings,
+    MediaSource,
     ModelRouter,
     ModelTarget,
     Price,
@@ -22,16 +23,19 @@ from agent import (
 from config.loader import LoadedConfig
 
 
-def _target(kind: str, name: str, api_key: str | None, base_url: str | None, timeout: float) -> ModelTarget:
+def _target(
+    kind: str, name: str, api_key: str | None, base_url: str | None, timeout: float, vision: bool | None = None
+) -> ModelTarget:
+    """One model; ``vision`` as configured (None: the built-in table by its name)."""
     provider = make_provider(kind, api_key=api_key, base_url=base_url, timeout=timeout)
-    return ModelTarget(provider, name, cache_policy(kind, name, base_url))
+    return ModelTarget(provider, name, cache_policy(kind, name, base_url), vision)
 
 
 def build_routers(loaded: LoadedConfig) -> tuple[ModelRouter, ModelRouter]:
     """The main router (model, then its fallbacks) and the summary router (auxiliary model, then main)."""
     m = loaded.settings.model
-    main = _target(m.provider, m.name, m.api_key, m.base_url, m.timeout)
-    fallbacks = [_target(f.provider, f.name, f.api_key, f.base_url, m.timeout) for f in m.fallbacks]
+    main = _target(m.provider, m.name, m.api_key, m.base_url, m.timeout, m.vision)
+    fallbacks = [_target(f.provider, f.name, f.api_key, f.base_url, m.timeout, f.vision) for f in m.fallbacks]
     aux = loaded.settings.auxiliary.compression
     if aux.model or aux.provider or aux.base_url:
         kind = aux.provider or m.provider
@@ -42,7 +46,11 @@ def build_routers(loaded: LoadedConfig) -> tuple[ModelRouter, ModelRouter]:
     return ModelRouter([main, *fallbacks]), summary
 
 
-def build_agent(loaded: LoadedConfig, *, search: ScopedSearchFunction | None = None) -> Agent:
+def build_agent(
+    loaded: LoadedConfig, *, search: ScopedSearchFunction | None = None, media: MediaSource | None = None
+) -> Agent:
+    """The agent; ``media`` is where it reads the bytes of users' pictures and documents (the home's
+    media folder; None: they reach the model as stand-ins)."""
     s = loaded.settings
     router, summary_router = build_routers(loaded)
     prices = PriceTable({name: Price(p.input, p.output, p.cache_read, p.cache_write) for name, p in s.model.prices.items()})
@@ -60,4 +68,4 @@ def build_agent(loaded: LoadedConfig, *, search: ScopedSearchFunction | None = N
         system_message=s.agent.system_message,
         workdir=Path(s.agent.workdir).expanduser() if s.agent.workdir else None,
     )
-    return Agent(settings, router, summary_router=summary_router, search=search, prices=prices)
+    return Agent(settings, router, summary_router=summary_router, search=search, prices=prices, media=media)

@@ -2,8 +2,9 @@
 
 It stands in only when the summary model failed (or is cooling down) and the
 next request cannot be sent otherwise. It lists what can be read off the
-turns mechanically: the user's requests, the tools used, the files mentioned
-and the errors seen. An earlier summary found among the turns is carried over.
+turns mechanically: the user's requests, the tools used, the files mentioned,
+the errors seen and the photos and documents sent (as their placeholder lines).
+An earlier summary found among the turns is carried over.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from agent.compression.attachments import ATTACHMENTS_HEADING, placeholder
 from agent.compression.pruning import error_line
 from agent.messages import ChatMessage
 
@@ -89,4 +91,7 @@ def local_summary(turns: Sequence[ChatMessage], previous: str | None = None) -> 
         _section("## Files Mentioned", _files(turns)),
         _section("## Errors Seen", _errors(turns)),
     ]
+    sent = [placeholder(part) for message in turns for part in message.media]
+    if sent:
+        parts.append(_section(ATTACHMENTS_HEADING, sent))
     return "\n\n".join(parts)

@@ -2,9 +2,11 @@
 
 The notes use fixed sections (Goal; Constraints & Preferences; Progress with
 Done, In Progress and Blocked; Key Decisions; Relevant Files; Next Steps;
-Critical Context). On a later compaction the model receives its previous notes
-and is asked to update them with the newer turns, so nothing is rewritten from
-scratch and finished work moves from In Progress to Done.
+Critical Context), and Attachments when the turns carried photos or documents
+(each reaches the summary model as a placeholder line; see ``attachments.py``).
+On a later compaction the model receives its previous notes and is asked to
+update them with the newer turns, so nothing is rewritten from scratch and
+finished work moves from In Progress to Done.
 """
 
 from __future__ import annotations
@@ -13,6 +15,13 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
+from agent.compression.attachments import (
+    ATTACHMENTS_HEADING,
+    ATTACHMENTS_HINT,
+    ATTACHMENTS_RULE,
+    has_attachments,
+    placeholder,
+)
 from agent.compression.engine import SummaryRequest
 from agent.compression.framing import SUMMARY_HEADER, SUMMARY_TRAILER
 from agent.messages import ChatMessage
@@ -90,7 +99,7 @@ def _render(message: ChatMessage) -> str:
         label = f"[tool result: {message.tool_name or 'tool'} #{message.tool_call_id}]"
     else:
         label = f"[{message.role}]"
-    parts = [label]
+    parts = [label, *map(placeholder, message.media)]
     if message.content.strip():
         parts.append(_clip(message.content.strip()))
     if message.tool_calls:
@@ -103,9 +112,9 @@ def render_turns(messages: Sequence[ChatMessage]) -> str:
     return "\n\n".join(_render(message) for message in messages)
 
 
-def _template() -> str:
+def _template(attachments: bool) -> str:
     lines = []
-    for heading, hint in SECTIONS:
+    for heading, hint in (*SECTIONS, *([(ATTACHMENTS_HEADING, ATTACHMENTS_HINT)] if attachments else [])):
         lines.append(heading)
         if hint:
             lines.append(f"[{hint}]")
@@ -119,7 +128,9 @@ def build_request(
     focus = " ".join(focus.split())[:MAX_FOCUS_CHARS] if focus else None
     rendered = render_turns(turns)
     task = UPDATE_PASS.format(previous=previous, turns=rendered) if previous else FIRST_PASS.format(turns=rendered)
-    sections = [INTRO, RULES.format(budget=budget), "Use exactly these headings:\n\n" + _template()]
+    attachments = has_attachments(turns, previous)
+    rules = RULES.format(budget=budget) + ("\n" + ATTACHMENTS_RULE if attachments else "")
+    sections = [INTRO, rules, "Use exactly these headings:\n\n" + _template(attachments)]
     if focus:
         sections.append(FOCUS.format(focus=focus))
     sections.append(task)

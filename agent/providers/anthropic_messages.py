@@ -1,8 +1,9 @@
 """Claude through the Anthropic Messages API (``anthropic.AsyncAnthropic``).
 
 The chat-completions dicts (with any cache breakpoints already placed) are
-translated here: the system message becomes system content blocks, assistant
-tool calls become ``tool_use`` blocks, tool results become ``tool_result``
+translated here: the system message becomes system content blocks, a user
+message's pictures and PDFs ``image`` and ``document`` blocks before its text,
+assistant tool calls become ``tool_use`` blocks, tool results become ``tool_result``
 blocks inside a user turn, and consecutive same-role turns are merged, as the
 Messages API requires. A breakpoint on a message as a whole moves onto that
 message's last block.
@@ -88,7 +89,7 @@ class AnthropicProvider(Provider):
 
 def to_anthropic(request: ModelRequest) -> dict[str, Any]:
     """The keyword arguments for ``messages.create`` / ``messages.stream``."""
-    dicts = chat_dicts(request)
+    dicts = chat_dicts(request, style="anthropic")
     params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens}
     if dicts and dicts[0]["role"] == "system":
         params["system"] = _blocks(dicts.pop(0))

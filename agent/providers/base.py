@@ -1,7 +1,9 @@
 """What every model provider takes and gives back, independent of its wire format.
 
 A :class:`ModelRequest` carries the frozen system prompt, the conversation,
-the tools and the caching decision; a :class:`ModelResponse` carries the
+the tools, the caching decision and the bytes of the pictures and documents the
+conversation refers to (read by the loop before the call, so translating a request
+stays pure); a :class:`ModelResponse` carries the
 assistant message and normalised usage. While a streamed answer arrives, its
 text so far goes to the caller's ``on_text`` listener. Providers translate both ways and map
 their SDK's exceptions to :class:`agent.errors.ProviderError` at the boundary.
@@ -10,12 +12,14 @@ their SDK's exceptions to :class:`agent.errors.ProviderError` at the boundary.
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent.caching import Ttl, apply_cache_markers, visible_text
+from agent.media import ProviderStyle
 from agent.messages import ChatMessage
+from agent.providers.media_blocks import left_out, media_content
 from agent.providers.text_feed import TextListener
 from agent.usage import Usage
 
@@ -49,6 +53,11 @@ class ModelRequest:
     ephemeral: str | None = None
     """Call-time text (gateway overlays, notices, the step-budget note). Sent after the last
     message, outside every cache breakpoint, and never stored."""
+    media: Mapping[str, bytes] = field(default_factory=dict)
+    """The bytes of the messages' media parts by name (``sha256``, ``text_sha256``); a part whose
+    bytes are not here is sent as a stand-in saying they are no longer kept."""
+    vision: bool = True
+    """Whether the model reads images (set per model by the router); without, pictures are stand-ins."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +86,12 @@ class Provider(abc.ABC):
         """Release the HTTP client."""
 
 
-def chat_dicts(request: ModelRequest) -> list[dict[str, Any]]:
+def chat_dicts(request: ModelRequest, *, style: ProviderStyle = "openai") -> list[dict[str, Any]]:
     """The request as chat-completions style dicts, with cache breakpoints when caching is on.
+
+    A user message's media parts become content blocks of ``style``'s wire format before its
+    text (:func:`agent.providers.media_blocks.media_content`); the oldest files past what one
+    request may carry are stand-ins.
 
     A blank assistant answer stored in the history (the model said nothing, or only whitespace)
     is left out, and blank text around tool calls is sent as none: Anthropic refuses a
@@ -88,14 +101,15 @@ def chat_dicts(request: ModelRequest) -> list[dict[str, Any]]:
     sits inside a cached prefix and the stored conversation never sees it.
     """
     dicts: list[dict[str, Any]] = []
+    omitted = left_out(request.messages, style=style, vision=request.vision)
     if request.system:
         dicts.append({"role": "system", "content": request.system})
-    for message in request.messages:
+    for at, message in enumerate(request.messages):
         if message.role == "system":
             raise ValueError("the system prompt goes in ModelRequest.system, not among the messages")
         if message.role == "assistant" and not message.tool_calls and not visible_text(message.content):
             continue  # a blank answer kept in the history: nothing to send, on any layout
-        dicts.append(_chat_dict(message))
+        dicts.append(_chat_dict(message, request, style, {index for where, index in omitted if where == at}))
     if request.cache_ttl is not None:
         dicts = apply_cache_markers(dicts, ttl=request.cache_ttl, native=request.cache_native)
     if request.ephemeral:
@@ -103,10 +117,14 @@ def chat_dicts(request: ModelRequest) -> list[dict[str, Any]]:
     return dicts
 
 
-def _chat_dict(message: ChatMessage) -> dict[str, Any]:
+def _chat_dict(message: ChatMessage, request: ModelRequest, style: ProviderStyle, omitted: set[int]) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     data: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.media and message.role == "user":
+        data["content"] = media_content(
+            message.media, message.content, media=request.media, style=style, vision=request.vision, omitted=omitted
+        )
     if message.role == "assistant" and not visible_text(message.content):
         data["content"] = ""  # blank text around tool calls: a whitespace-only text block is refused
     if message.tool_calls:

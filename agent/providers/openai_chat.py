@@ -1,6 +1,8 @@
 """Chat Completions through ``openai.AsyncOpenAI``: OpenAI itself and every compatible
 server (OpenRouter, vLLM, Ollama, LM Studio) reached through ``base_url``.
 
+A user message's pictures go as ``image_url`` parts holding ``data:`` URLs, its PDFs
+and text files as their text (``agent/providers/media_blocks.py``).
 Streaming responses are reassembled here, tool-call argument fragments
 included; usage comes from the final chunk (``stream_options.include_usage``).
 A stream counts as answered once a ``finish_reason`` arrived: one that ends

@@ -6,6 +6,8 @@ broken mid-answer) with exponential backoff and jitter, honouring the server's
 ``retry-after``. Then the next fallback model is tried. A context-length error
 is raised at once: the caller compacts and tries again. When every model
 failed, :class:`ModelUnavailableError` carries a message fit to show the user.
+Each model gets the request in its own terms: its name, its caching, and whether
+it sees images (a fallback without vision gets stand-ins for the pictures).
 
 A failed attempt may still have been billed (a stream cut after the API had
 reported the prompt's usage): the caller's ``on_billed`` hears of each one,
@@ -28,6 +30,7 @@ from tenacity import RetryCallState, wait_exponential
 
 from agent.caching import CachePolicy
 from agent.errors import ContextTooLongError, ErrorKind, ModelUnavailableError, ProviderError
+from agent.media import ProviderStyle, vision_default
 from agent.providers.base import ModelRequest, ModelResponse, Provider
 from agent.providers.text_feed import TextFeed, TextListener
 from agent.usage import Usage
@@ -61,11 +64,23 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class ModelTarget:
-    """One model on one endpoint, with the caching that endpoint supports."""
+    """One model on one endpoint, with the caching that endpoint supports and whether it sees images."""
 
     provider: Provider
     model: str
     cache: CachePolicy
+    vision: bool | None = None
+    """Whether the model reads images (and PDFs as documents); None: the built-in table by its name."""
+
+    @property
+    def style(self) -> ProviderStyle:
+        """The wire format its media and token counts follow."""
+        return "anthropic" if self.provider.name == "anthropic" else "openai"
+
+    @property
+    def sees_images(self) -> bool:
+        """``vision`` as configured, else :func:`agent.media.vision_default`."""
+        return self.vision if self.vision is not None else vision_default(self.style, self.model)
 
 
 class ModelRouter:
@@ -144,9 +159,10 @@ class ModelRouter:
 
 def _for_target(request: ModelRequest, target: ModelTarget) -> ModelRequest:
     ttl = request.cache_ttl if target.cache.enabled else None
-    if (request.model, request.cache_ttl, request.cache_native) == (target.model, ttl, target.cache.native):
+    wanted = (target.model, ttl, target.cache.native, target.sees_images)
+    if (request.model, request.cache_ttl, request.cache_native, request.vision) == wanted:
         return request  # the primary target, as the loop asked: no copy of a frozen request per call
-    return replace(request, model=target.model, cache_ttl=ttl, cache_native=target.cache.native)
+    return replace(request, model=target.model, cache_ttl=ttl, cache_native=target.cache.native, vision=target.sees_images)
 
 
 def user_message(error: ProviderError) -> str:

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
 
 from agent.caching import CachePolicy
 from agent.errors import ContextTooLongError, ErrorKind, ModelUnavailableError, ProviderError
 from agent.messages import ChatMessage, ToolCall
-from agent.providers.anthropic_messages import AnthropicProvider
 from agent.providers.base import ModelRequest, Provider, ToolSpec
-from agent.providers.openai_chat import OpenAIProvider
 from agent.providers.router import ModelRouter, ModelTarget, RetryPolicy
 from agent.usage import PriceTable, Usage
+from tests.agent.sdk_providers import build
 from tests.fakes.model_server import (
     AuthFailed,
     ContextTooLong,
@@ -31,21 +28,6 @@ from tests.fakes.model_server import (
 )
 
 TOOLS = [ToolSpec("lookup", "Look a word up.", {"type": "object", "properties": {"word": {"type": "string"}}})]
-
-
-def build(kind: str, server: ModelServer, *, stream: bool = True, timeout: float = 30.0) -> Provider:
-    if kind == "anthropic":
-        return AnthropicProvider(api_key="test", base_url=server.base_url, stream=stream, timeout=timeout)
-    return OpenAIProvider(api_key="test", base_url=server.base_url + "/v1", stream=stream, timeout=timeout)
-
-
-@pytest_asyncio.fixture(params=[("anthropic", True), ("anthropic", False), ("openai", True), ("openai", False)],
-                        ids=["anthropic-stream", "anthropic-plain", "openai-stream", "openai-plain"])
-async def provider(request: pytest.FixtureRequest, model_server: ModelServer) -> AsyncIterator[Provider]:
-    kind, stream = request.param
-    instance = build(kind, model_server, stream=stream)
-    yield instance
-    await instance.aclose()
 
 
 def request_for(provider: Provider, messages: list[ChatMessage], **fields: object) -> ModelRequest:

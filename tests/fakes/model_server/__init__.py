@@ -8,7 +8,8 @@ Point the real SDKs at it::
 Script replies with ``server.script(Text("hi"), ToolUse("memory", {...}), RateLimited(2))``
 (``CutStream(Text("hi"), after=3)`` drops the connection mid-stream; ``Text("...", pace=50)``
 streams the text one word per delta at about 50 words, taken as tokens, per second);
-read usage and cache figures from ``server.requests`` / ``server.last_request``.
+read usage and cache figures from ``server.requests`` / ``server.last_request``, and the pictures
+and documents a request carried from ``record.media`` (``media.py``).
 Token counting and cache rules are documented in ``prompt.py`` and ``cache.py``; ``stub.py``
 serves hand-written event streams that no scripted reply produces.
 """
@@ -16,6 +17,7 @@ serves hand-written event streams that no scripted reply produces.
 from __future__ import annotations
 
 from .cache import CacheFigures, FakeClock
+from .media import MEDIA_TOKENS, MediaSeen
 from .records import RequestRecord
 from .replies import (
     MAX_STALL_SECONDS,
@@ -39,6 +41,7 @@ from .server import ModelServer, Responder, default_reply
 
 __all__ = (
     "MAX_STALL_SECONDS",
+    "MEDIA_TOKENS",
     "AuthFailed",
     "CacheFigures",
     "ContextTooLong",
@@ -46,6 +49,7 @@ __all__ = (
     "ErrorReply",
     "FakeClock",
     "InvalidRequest",
+    "MediaSeen",
     "MalformedEvent",
     "ModelServer",
     "Overloaded",

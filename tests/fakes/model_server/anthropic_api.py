@@ -6,6 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from .cache import MAX_BREAKPOINTS, CacheFigures
+from .media import media_in
 from .prompt import PromptBlock, anthropic_blocks
 from .replies import ContextTooLong, ErrorReply, InvalidRequest
 from .pacing import chunk_text, paced_pieces
@@ -13,6 +14,10 @@ from .turn import Turn
 from .wire import SseEvent, dumps
 
 STOP_REASONS = {"end": "end_turn", "tool": "tool_use", "truncated": "max_tokens"}
+IMAGE_TYPES: Final = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+"""The picture types the Messages API reads; any other is refused with a 400."""
+MAX_IMAGES: Final = 100
+"""The most pictures one request may carry."""
 
 
 class AnthropicDialect:
@@ -29,7 +34,8 @@ class AnthropicDialect:
 
     def validate(self, body: Mapping[str, Any], blocks: Sequence[PromptBlock]) -> ErrorReply | None:
         """Reject what the real service rejects with a 400: more cache breakpoints than it allows, a text
-        block of nothing but whitespace, and tool_use / tool_result blocks in a request without tools."""
+        block of nothing but whitespace, a picture of a type it does not read or a document that is not a PDF,
+        more than 100 pictures, and tool_use / tool_result blocks in a request without tools."""
         found = sum(1 for block in blocks if block.is_breakpoint)
         if found > MAX_BREAKPOINTS:
             return InvalidRequest(
@@ -42,6 +48,13 @@ class AnthropicDialect:
                 if block.get("type") == "text" and not str(block.get("text") or "").strip():
                     return InvalidRequest(message=f"messages.{index}: text content blocks must contain non-whitespace text")
                 tool_blocks = tool_blocks or block.get("type") in ("tool_use", "tool_result")
+        media = media_in(list(body.get("messages") or ()))
+        for item in media:
+            allowed = IMAGE_TYPES if item.wire == "image" else {"application/pdf"}
+            if item.media_type not in allowed or not item.data:
+                return InvalidRequest(message=f"messages.{item.message}.content.{item.position}: invalid {item.wire} source")
+        if sum(item.wire == "image" for item in media) > MAX_IMAGES:
+            return InvalidRequest(message=f"Too many images: at most {MAX_IMAGES} images may be provided in one request.")
         if tool_blocks and not body.get("tools"):
             return InvalidRequest(message="Requests which include `tool_use` or `tool_result` blocks must define tools.")
         return None

@@ -9,6 +9,8 @@ Token counting (deterministic, documented so tests can predict figures):
   a cache marker never changes counts or cache identity.
 * A bare string (``system="..."`` or ``content="..."``) counts as the block
   ``{"type": "text", "text": ...}``.
+* A picture or document's payload (base64 data, a data URL) counts a fixed
+  ``MEDIA_TOKENS`` instead of its length (see ``media.py``).
 * Output costs ``ceil(len(text) / 4)`` per text and
   ``ceil(len(name + arguments JSON) / 4)`` per tool call, at least 1 in total
   (see ``turn.py``).
@@ -32,6 +34,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from .media import MEDIA_TOKENS, without_payloads
 
 
 def canonical_json(value: Any) -> str:
@@ -62,9 +66,10 @@ def make_block(place: Mapping[str, Any], block: Mapping[str, Any]) -> PromptBloc
     """Build a :class:`PromptBlock` from a raw JSON block at ``place``."""
     marker = block.get("cache_control")
     bare = {key: value for key, value in block.items() if key != "cache_control"}
-    text = canonical_json(bare)
+    counted, media = without_payloads(bare)
+    tokens = count_text_tokens(canonical_json(counted)) + media * MEDIA_TOKENS
     identity = canonical_json({"at": dict(place), "block": bare})
-    return PromptBlock(identity, max(1, count_text_tokens(text)), marker if isinstance(marker, Mapping) else None)
+    return PromptBlock(identity, max(1, tokens), marker if isinstance(marker, Mapping) else None)
 
 
 def _as_blocks(content: Any) -> list[Mapping[str, Any]]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .cache import CacheFigures
+from .media import MediaSeen, media_in
 from .prompt import PromptBlock, last_user_text
 from .replies import Reply
 
@@ -52,6 +53,11 @@ class RequestRecord:
     def messages(self) -> list[Mapping[str, Any]]:
         """The request's ``messages`` list."""
         return list(self.body.get("messages") or [])
+
+    @property
+    def media(self) -> list[MediaSeen]:
+        """The pictures and documents the messages carry (image / document blocks, image_url parts)."""
+        return media_in(self.messages)
 
     @property
     def tools(self) -> list[Mapping[str, Any]]:
