@@ -87,10 +87,12 @@ def image_tokens(width: int, height: int, style: ProviderStyle = "anthropic") ->
     if width <= 0 or height <= 0:
         return 0
     if style == "openai":
+        # Whole pixels after each step, as the API resizes: a 1238 x 928 picture becomes 1024 x 768
+        # (4 tiles), not 1024.6 x 768 (6).
         scale = min(1.0, 2048 / max(width, height))
-        w, h = width * scale, height * scale
+        w, h = int(width * scale), int(height * scale)
         scale = min(1.0, 768 / min(w, h))
-        w, h = w * scale, h * scale
+        w, h = int(w * scale), int(h * scale)
         return OPENAI_BASE_TOKENS + OPENAI_TILE_TOKENS * math.ceil(w / OPENAI_TILE) * math.ceil(h / OPENAI_TILE)
     scale = min(1.0, ANTHROPIC_MAX_EDGE / max(width, height), math.sqrt(ANTHROPIC_MAX_PIXELS / (width * height)))
     return max(1, math.ceil(width * scale * (height * scale) / ANTHROPIC_PIXELS_PER_TOKEN))

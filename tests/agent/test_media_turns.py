@@ -14,7 +14,7 @@ import yaml
 
 from agent.caching import CachePolicy
 from agent.core import Agent, AgentSettings
-from agent.media import standin
+from agent.media import image_tokens, standin
 from agent.messages import ChatMessage
 from agent.providers.anthropic_messages import AnthropicProvider
 from agent.providers.router import ModelRouter, ModelTarget, RetryPolicy
@@ -168,3 +168,10 @@ async def test_files_a_request_leaves_out_are_not_read(claude: AnthropicProvider
     await turn_with(make_agent(claude, tmp_path, source), *history, ChatMessage.user("which was the first?"))
     assert model_server.last_request.status == 200 and len(model_server.last_request.media) == 100
     assert sorted(source.reads) == sorted(image_part(data, 8, 8).sha256 for data in pictures[2:])
+
+
+def test_openai_tiles_are_counted_on_whole_pixels_as_the_api_resizes() -> None:
+    # A downscaled phone photo (1238 x 928) is resized by the API to 1024 x 768: 2 x 2 tiles. Scaling on
+    # fractions made it 1024.6 wide, 3 x 2 tiles, 44% over what the API bills (bench.media found it).
+    assert image_tokens(1238, 928, "openai") == 85 + 170 * 4
+    assert image_tokens(4032, 3024, "openai") == 85 + 170 * 4
