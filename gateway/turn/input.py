@@ -93,6 +93,9 @@ def overlay(batch: Sequence[InboundMessage], conversation: Conversation, *, shar
         notes.append("[Several people talk in this thread; each of their messages starts with the sender's name.]")
     elif first.chat_type is not ChatType.DM:
         notes.append(f"[This message comes from {sender(first)} in a group chat.]")
+    if any(a.kind in ("voice", "audio") for m in batch for a in m.attachments):
+        notes.append("[Voice notes reach you as automatic transcripts (marked \"transcribed\"); where one reads "
+                     "oddly, say in a few words what you understood rather than guessing silently.]")
     if conversation.reset_reason == "idle":
         notes.append("[The previous conversation ended after a long pause; this one starts without its history.]")
     elif conversation.reset_reason == "daily":

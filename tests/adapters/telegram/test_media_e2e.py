@@ -113,6 +113,7 @@ async def test_a_voice_note_is_transcribed_into_the_users_words(
     assert reply.visible == ANSWER
     [request] = model_server.requests
     assert "[voice note, transcribed]: remind me to water the plants tomorrow" in words(request)
+    assert "automatic transcripts" in words(request)  # told at call time, so it can say what it understood
     assert not request.media
     heard = model_server.transcription.last
     assert (heard.model, heard.size) == ("whisper-1", len(media_files.ogg_opus(4.0)))
