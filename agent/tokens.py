@@ -81,9 +81,9 @@ MESSAGE_OVERHEAD: Final = 4
 TOOL_CALL_OVERHEAD: Final = 6
 """Framing of one tool call (type, id and argument keys) besides its name and arguments."""
 TOOL_SCHEMA_OVERHEAD: Final = 8
+"""Framing of one tool definition besides its name, description and parameter schema."""
 MEDIA_PART_OVERHEAD: Final = 3
 """Framing of one picture or document block besides what the picture or text itself costs."""
-"""Framing of one tool definition besides its name, description and parameter schema."""
 
 CALIBRATION_BOUNDS: Final = (0.5, 2.0)
 """The correction factor never leaves this range, however odd the reported usage."""
