@@ -115,16 +115,32 @@ def part_tokens(part: MediaPart, style: ProviderStyle = "anthropic") -> int:
 
 def standin(part: MediaPart, why: str = "") -> str:
     """One line standing for a part the model does not get: what it was, when it was sent, and why not."""
-    what = part.origin + (f" '{part.name}'" if part.name else "")
-    details = []
-    if part.kind == "image" and part.width and part.height:
-        details.append(f"{part.width}x{part.height}")
-    if part.pages:
-        details.append(f"{part.pages} page{'s' if part.pages != 1 else ''}")
-    if part.sent_at:
-        details.append("sent " + time.strftime("%Y-%m-%d %H:%M", time.gmtime(part.sent_at)) + " UTC")
-    line = what + (f" ({', '.join(details)})" if details else "")
+    details = facts(part)
+    line = part.origin + (f" '{part.name}'" if part.name else "") + (f" ({', '.join(details)})" if details else "")
     return f"[{line}{': ' + why if why else ''}]"
+
+
+def facts(part: MediaPart, *, size: bool = False) -> list[str]:
+    """What a line about ``part`` says of it: a picture's dimensions, a document's pages, its size in
+    bytes when ``size``, and when it was sent (UTC: the agent does not know the user's zone)."""
+    found = []
+    if part.kind == "image" and part.width and part.height:
+        found.append(f"{part.width}x{part.height}")
+    if part.pages:
+        found.append(f"{part.pages} page{'s' if part.pages != 1 else ''}")
+    if size:
+        found.append(_bytes(part.size))
+    if part.sent_at:
+        found.append("sent " + time.strftime("%Y-%m-%d %H:%M", time.gmtime(part.sent_at)) + " UTC")
+    return found
+
+
+def _bytes(size: int) -> str:
+    if size < 1000:
+        return f"{size} B"
+    if size < 1_000_000:
+        return f"{round(size / 1000)} KB"
+    return f"{size / 1_000_000:.1f} MB"
 
 
 # Models by name that read images, per provider; any other name counts as one that does not

@@ -13,11 +13,10 @@ summary; parts in the kept head and tail stay as they are.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Final
 
-from agent.media import MediaPart
+from agent.media import MediaPart, facts
 from agent.messages import ChatMessage
 
 __all__ = ["ATTACHMENTS_HEADING", "ATTACHMENTS_HINT", "ATTACHMENTS_RULE", "has_attachments", "placeholder"]
@@ -37,27 +36,10 @@ ATTACHMENTS_RULE: Final = (
 
 def placeholder(part: MediaPart) -> str:
     """The one line a condensed turn's part is to the summary model."""
-    details = [part.mime]
-    if part.width and part.height:
-        details.append(f"{part.width}x{part.height}")
-    if part.pages:
-        details.append(f"{part.pages} page{'s' if part.pages != 1 else ''}")
-    details.append(_size(part.size))
-    if part.sent_at:
-        details.append("sent " + time.strftime("%Y-%m-%d %H:%M", time.gmtime(part.sent_at)) + " UTC")
     name = f" '{part.name}'" if part.name else ""
-    return f"[attachment: {part.origin}{name} ({', '.join(details)})]"
+    return f"[attachment: {part.origin}{name} ({', '.join([part.mime, *facts(part, size=True)])})]"
 
 
 def has_attachments(turns: Sequence[ChatMessage], previous: str | None) -> bool:
     """Whether the notes need the Attachments section: parts in the turns, or lines in the old notes."""
     return any(message.media for message in turns) or bool(previous and ATTACHMENTS_HEADING in previous)
-
-
-def _size(size: int) -> str:
-    if size < 1000:
-        return f"{size} B"
-    if size < 1_000_000:
-        return f"{round(size / 1000)} KB"
-    return f"{size / 1_000_000:.1f} MB"
-
