@@ -6,10 +6,14 @@ the Bot API server); :func:`download` reads it with the adapter's own aiohttp se
 * stops as soon as more than ``max_bytes`` arrived (or the ``Content-Length`` says it will), so a
   file over the limit costs at most the limit in memory and bandwidth;
 * gives up after ``timeout`` seconds in all (connect, redirects and body together);
-* follows a redirect only to the same scheme, host and port (at most three): a URL that sends us
-  elsewhere (a login page, a tracker, an internal address) is refused, not fetched;
+* follows a redirect only to the same site, i.e. scheme, host and port (:func:`adapters.file_hosts.site_of`,
+  at most three): a URL that sends us elsewhere (a login page, a tracker, an internal address) is
+  refused, not fetched;
 * says what went wrong as :class:`MediaUnavailable` with a reason (``too_large``, ``timeout``,
   ``redirect``, ``gone``, ``refused``, ``failed``).
+
+:class:`DownloadSession` is the aiohttp session an adapter downloads on when it has none of its own
+to lend (Telegram's and Discord's libraries keep theirs private).
 """
 
 from __future__ import annotations
@@ -17,11 +21,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from typing import Final
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import aiohttp
 
 from adapters.contract import MediaUnavailable
+from adapters.file_hosts import site_of
 
 MAX_REDIRECTS: Final = 3
 _CHUNK: Final = 64 * 1024
@@ -46,12 +51,12 @@ async def download(
 
 
 async def _follow(session: aiohttp.ClientSession, url: str, *, max_bytes: int, headers: dict[str, str]) -> bytes:
-    origin = _origin(url)
+    origin = site_of(url)
     for _ in range(MAX_REDIRECTS + 1):
         async with session.get(url, headers=headers, allow_redirects=False) as response:
             if response.status in (301, 302, 303, 307, 308):
                 target = urljoin(url, response.headers.get("Location", ""))
-                if _origin(target) != origin:
+                if site_of(target) != origin:
                     raise MediaUnavailable("redirect", "the file's address sent us to another site, which is not followed")
                 url = target
                 continue
@@ -80,6 +85,29 @@ async def _read_capped(response: aiohttp.ClientResponse, max_bytes: int) -> byte
     return bytes(body)
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
-    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+
+class DownloadSession:
+    """An adapter's own aiohttp session for downloads: opened on the first one, closed with the adapter,
+    after which a download is refused. No total timeout of its own (each download has one) and no
+    cookies (file servers need none)."""
+
+    def __init__(self, platform: str) -> None:
+        self._platform = platform
+        self._http: aiohttp.ClientSession | None = None
+        self._closed = False
+
+    def get(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise MediaUnavailable("failed", f"the {self._platform} adapter has stopped, so the file cannot be "
+                                             "downloaded")  # fmt: skip
+        if self._http is None:
+            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None),
+                                               cookie_jar=aiohttp.DummyCookieJar())  # fmt: skip
+        return self._http
+
+    async def close(self) -> None:
+        """Close the session; later downloads are refused. Idempotent."""
+        self._closed = True
+        http, self._http = self._http, None
+        if http is not None:
+            await http.close()

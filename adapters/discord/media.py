@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from typing import Final
 
-import aiohttp
 import structlog
 
 from adapters.contract import Attachment, MediaUnavailable
-from adapters.download import download
+from adapters.download import DownloadSession, download
 from adapters.file_hosts import FileHosts, host_of
 
 log = structlog.get_logger(__name__)
@@ -30,8 +29,7 @@ DISCORD_CDN: Final = ("https://cdn.discordapp.com", "https://media.discordapp.ne
 class AttachmentDownloads:
     def __init__(self, api_base_url: str | None) -> None:
         self.hosts = FileHosts.of(DISCORD_CDN, api_base_url)
-        self._session: aiohttp.ClientSession | None = None
-        self._closed = False
+        self._session = DownloadSession("Discord")
 
     async def fetch(self, attachment: Attachment, *, max_bytes: int, timeout: float) -> bytes:
         """The attachment's bytes (see :meth:`adapters.contract.Adapter.fetch_media`)."""
@@ -46,14 +44,7 @@ class AttachmentDownloads:
                         allowed=self.hosts.describe(), reason="the file's URL is not on Discord's CDN")  # fmt: skip
             raise MediaUnavailable("refused", f"the file's address is on {host_of(url)}, not on Discord's CDN "
                                               f"({self.hosts.describe()}), so it was not downloaded")  # fmt: skip
-        if self._closed:
-            raise MediaUnavailable("failed", "the Discord adapter has stopped, so the file cannot be downloaded")
-        if self._session is None:
-            self._session = aiohttp.ClientSession()
-        return await download(self._session, url, max_bytes=max_bytes, timeout=timeout)
+        return await download(self._session.get(), url, max_bytes=max_bytes, timeout=timeout)
 
     async def close(self) -> None:
-        self._closed = True
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        await self._session.close()

@@ -4,8 +4,8 @@
 ``api_base_url`` and the token like every other call. The file is then read from
 the URL aiogram's API server builds for the returned path (``{base}/file/bot<token>/<path>``):
 the cloud Bot API, a local Bot API server behind its file server, or the test emulator.
-The bytes come through :func:`adapters.download.download` on an aiohttp session of
-this module's own (opened on first use, closed with the adapter), which caps the
+The bytes come through :func:`adapters.download.download` on the adapter's own
+:class:`adapters.download.DownloadSession` (opened on first use, closed with the adapter), which caps the
 size, times out and never follows a redirect to another host.
 
 A file is refused as ``too_large`` before it is downloaded when the message claims
@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import math
 
-import aiohttp
 import structlog
 from aiogram import Bot
 from aiogram.exceptions import (
@@ -37,7 +36,7 @@ from aiogram.methods import GetFile
 from aiogram.types import File
 
 from adapters.contract import Attachment, MediaUnavailable
-from adapters.download import download
+from adapters.download import DownloadSession, download
 
 log = structlog.get_logger(__name__)
 
@@ -53,8 +52,7 @@ class FileDownloads:
     """The Telegram adapter's downloads of files users sent."""
 
     def __init__(self) -> None:
-        self._http: aiohttp.ClientSession | None = None
-        self._closed = False
+        self._session = DownloadSession("Telegram")
 
     async def fetch(self, bot: Bot, attachment: Attachment, *, max_bytes: int, timeout: float) -> bytes:
         """The bytes of ``attachment`` (see :meth:`adapters.contract.Adapter.fetch_media`)."""
@@ -70,7 +68,7 @@ class FileDownloads:
                 if not found.file_path:
                     raise MediaUnavailable("gone", "Telegram gave no path to download the file from")
                 url = bot.session.api.file_url(bot.token, found.file_path)
-                return await download(self._session(), url, max_bytes=max_bytes, timeout=timeout)
+                return await download(self._session.get(), url, max_bytes=max_bytes, timeout=timeout)
         except TimeoutError:
             raise MediaUnavailable("timeout", f"the download took longer than {timeout:g} s") from None
         except MediaUnavailable as error:
@@ -79,19 +77,7 @@ class FileDownloads:
 
     async def close(self) -> None:
         """Close the HTTP session; later downloads are refused. Idempotent."""
-        self._closed = True
-        if self._http is not None:
-            http, self._http = self._http, None
-            await http.close()
-
-    def _session(self) -> aiohttp.ClientSession:
-        if self._closed:
-            raise MediaUnavailable("failed", "the Telegram adapter is closed")
-        if self._http is None:
-            # No total timeout of its own (each download has one) and no cookies: file servers need none.
-            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None),
-                                               cookie_jar=aiohttp.DummyCookieJar())  # fmt: skip
-        return self._http
+        await self._session.close()
 
 
 async def _look_up(bot: Bot, file_id: str, timeout: float) -> File:
