@@ -28,6 +28,8 @@ from config.fields import (
     between,
     off_as_written,
 )
+from config.alerts import AlertsConfig
+from config.liveness import CatchUpConfig, LivenessConfig
 from config.media import MediaConfig
 from config.secret_variables import SecretVariable
 
@@ -435,6 +437,21 @@ class Settings(Section):
     health: HealthConfig = HealthConfig()
     gateway: GatewayConfig = GatewayConfig()
     media: MediaConfig = MediaConfig()
+    liveness: LivenessConfig = LivenessConfig()
+    catch_up: CatchUpConfig = CatchUpConfig()
+    alerts: AlertsConfig = AlertsConfig()
+
+    @field_validator("alerts")
+    @classmethod
+    def _alert_chats_on_known_platforms(cls, value: AlertsConfig) -> AlertsConfig:
+        unknown = [target for target in value.chats if target.partition(":")[0] not in PlatformsConfig.model_fields]
+        if unknown:
+            raise PydanticCustomError(
+                "alert_platform",
+                "chats {targets}: the part before the colon must be a platform ({platforms})",
+                {"targets": listing(unknown), "platforms": ", ".join(PlatformsConfig.model_fields)},
+            )
+        return value
 
 
 PLATFORMS: tuple[str, ...] = tuple(PlatformsConfig.model_fields)

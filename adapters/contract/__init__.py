@@ -7,7 +7,8 @@ how it translates its platform's exceptions, :mod:`.adapter` the
 provide) with its capabilities, status and access settings, and
 :mod:`.rejections` how an inbound event that cannot be read is logged, and
 :mod:`.streaming` how a reply is shown while it is written and how fast a platform
-may be written to.
+may be written to, and :mod:`.liveness` how a quiet connection is checked and what it
+missed is fetched again.
 
 Dependencies point one way: the gateway imports this package; adapters import
 it and nothing of the gateway.
@@ -46,6 +47,7 @@ from adapters.contract.events import (
     OutboundMessage,
     storable_text,
 )
+from adapters.contract.liveness import CatchUpPoint, CatchUpWindow, GapListener, Liveness
 from adapters.contract.rejections import log_rejected, rejection_reason
 from adapters.contract.streaming import Rate, RateLimits, StreamMode
 
@@ -58,11 +60,15 @@ __all__ = [
     "Attachment",
     "Attempt",
     "Capabilities",
+    "CatchUpPoint",
+    "CatchUpWindow",
     "ChatType",
     "CommandMenu",
     "DeliveryError",
+    "GapListener",
     "InboundMessage",
     "Intake",
+    "Liveness",
     "Markup",
     "MarkupRejected",
     "MediaUnavailable",

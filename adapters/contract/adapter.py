@@ -29,14 +29,17 @@ package exports (in ``__all__``) one subclass of :class:`Adapter` that provides:
   ``async def probe(section, http, where) -> Probe``: the doctor's read-only
   credential check. It is kept apart from the adapter class, and the package's
   ``__init__`` imports the adapter lazily, so ``switchboard doctor`` checks a
-  token without loading the platform's library (seconds).
+  token without loading the platform's library (seconds);
+* where it can: ``probe_liveness``, ``reconnect`` and ``catch_up`` (see
+  :mod:`.liveness`), and a call to ``_report_gap`` when its connection was rebuilt
+  in a way that may have lost events.
 """
 
 from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from types import TracebackType
@@ -44,6 +47,7 @@ from typing import Any, ClassVar, Literal, Self
 
 from adapters.contract.errors import AdapterError, MediaUnavailable, StreamingUnsupported
 from adapters.contract.events import Attachment, ChatType, CommandMenu, InboundMessage, Markup, OutboundMessage
+from adapters.contract.liveness import CatchUpPoint, CatchUpWindow, GapListener, Liveness
 from adapters.contract.streaming import Rate, RateLimits, StreamMode
 
 Intake = Callable[[InboundMessage], Awaitable[None]]
@@ -147,6 +151,9 @@ class Adapter(abc.ABC):
         self.commands = CommandMenu()
         """The chat commands the gateway answers (set by ``gateway.adapter_loader`` before start). An
         adapter whose platform shows a menu of commands publishes them when it starts; others ignore it."""
+        self.on_gap: GapListener | None = None
+        """Told when the connection was rebuilt in a way that may have lost events (set by the gateway
+        before start; see :mod:`.liveness`)."""
         self._state = AdapterState.NEW
         self._detail = ""
         self._last_inbound_at: float | None = None
@@ -230,6 +237,35 @@ class Adapter(abc.ABC):
         to another host (never followed), ``gone``, ``refused`` or ``failed``.
         Default: this platform cannot download files."""
         raise MediaUnavailable("unsupported", f"files sent on {self.platform} cannot be read here")
+
+    # --- liveness and catching up (see .liveness) -------------------------------------------
+    async def probe_liveness(self, points: Sequence[CatchUpPoint]) -> Liveness:
+        """Check, with the platform, that the connection still receives: asked by the gateway when no
+        inbound event came for a while though the connection claims to be up. ``points`` are the chats with
+        an open session (the last message stored from each), for a platform whose probe looks there for
+        messages never delivered. Returns within a few seconds; a failure to reach the platform is a
+        failed probe, not an exception. Default: ok while the adapter runs."""
+        running = self._state is AdapterState.RUNNING
+        return Liveness(running, f"{self._state.value}: {self._detail}" if self._detail else self._state.value)
+
+    async def reconnect(self, reason: str) -> None:
+        """Drop the platform connection and let the adapter's own supervision build a new one (state
+        DEGRADED with ``reason`` until it is back); returns without waiting for it. A reconnect that cannot
+        resume reports a gap (:meth:`_report_gap`). Default: the adapter cannot, which is logged by the caller."""
+        raise AdapterError(f"the {self.platform} adapter cannot reconnect on request")
+
+    async def catch_up(self, points: Sequence[CatchUpPoint], window: CatchUpWindow) -> list[InboundMessage]:
+        """The user messages sent at ``points`` after their ``after`` id (and inside ``window``), oldest
+        first, converted exactly as live events are (the same event ids, so the inbox drops those it has).
+        Messages the bot would not have been sent live (its own, other bots') are left out. Raises the
+        platform's errors translated (the gateway logs them and tries again after the next gap).
+        Default: nothing to fetch (Telegram keeps undelivered updates itself)."""
+        return []
+
+    def _report_gap(self, reason: str) -> None:
+        """Tell the gateway events may have been lost (a new session instead of a resumed one)."""
+        if self.on_gap is not None:
+            self.on_gap(reason)
 
     # --- status ----------------------------------------------------------------------------
     def status(self) -> AdapterStatus:

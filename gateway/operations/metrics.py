@@ -12,7 +12,7 @@ on metric names.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -68,6 +68,27 @@ class Level:
 
     def family(self) -> Metric:
         return GaugeMetricFamily(self.name, self.documentation, value=self.read() if self.read else self.value)
+
+
+class Levels:
+    """Gauges with labels, all read from one function when /metrics is scraped (label values -> value)."""
+
+    __slots__ = ("documentation", "labelnames", "name", "read")
+
+    def __init__(self, name: str, documentation: str, labelnames: Sequence[str]) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = tuple(labelnames)
+        self.read: Callable[[], Mapping[tuple[str, ...], float]] = dict
+
+    def set_function(self, read: Callable[[], Mapping[tuple[str, ...], float]]) -> None:
+        self.read = read
+
+    def family(self) -> Metric:
+        family = GaugeMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        for labels, value in self.read().items():
+            family.add_metric(labels, value)
+        return family
 
 
 class Timing:
@@ -138,8 +159,43 @@ class Metrics(Collector):
         self.turn_seconds = Timing("switchboard_turn_seconds", "Wall time of agent turns", (0.5, 1, 2, 5, 10, 30, 60, 120, 300))
         self.turns_running = Level("switchboard_turns_running", "Agent turns running now")
         self.queue_depth = Level("switchboard_queue_depth", "Messages waiting for their session's turn")
-        self._all: tuple[Count | Level | Timing, ...] = tuple(
-            m for m in vars(self).values() if isinstance(m, Count | Level | Timing)
+        # Liveness, catch-up and alerts (issue 29): the gauges among them are read at scrape time.
+        self.adapter_state = Levels(
+            "switchboard_adapter_state", "1 for the state each adapter is in now (running, degraded, failed, ...)",
+            ["platform", "state"],
+        )
+        self.seconds_since_inbound = Levels(
+            "switchboard_adapter_seconds_since_inbound", "Seconds since the adapter last received a message", ["platform"]
+        )
+        self.chat_seconds_since_inbound = Levels(
+            "switchboard_chat_seconds_since_inbound",
+            "Seconds since a message last arrived from each chat listed in the config (since start where none did)",
+            ["platform", "chat"],
+        )
+        self.probe_at = Levels(
+            "switchboard_liveness_probe_timestamp_seconds", "Unix time of the adapter's last liveness probe", ["platform"]
+        )
+        self.probe_ok = Levels("switchboard_liveness_probe_ok", "1 when the adapter's last liveness probe passed", ["platform"])
+        self.probes = Count("switchboard_liveness_probes_total", "Liveness probes, by result: ok, failed", ["platform", "result"])
+        self.reconnects = Count(
+            "switchboard_adapter_reconnects_total", "Reconnects the gateway asked for after a failed probe", ["platform"]
+        )
+        self.catch_up = Count(
+            "switchboard_catchup_messages_total",
+            "Messages read back after a reconnect: found, new (never received live), old (too old to answer)",
+            ["platform", "kind"],
+        )
+        self.alerts = Count(
+            "switchboard_alerts_total", "Operator alerts, by condition and event: fired, cleared, suppressed",
+            ["condition", "event"],
+        )
+        self.delivery_failed = Count(
+            "switchboard_delivery_failed_total", "Reply chunks given up after trying for undelivered_keep_hours", ["platform"]
+        )
+        self.compaction_failures = Count("switchboard_compaction_failures_total", "Compactions that failed")
+        self.disk_free_ratio = Level("switchboard_disk_free_ratio", "Share of the home's file system that is free (0-1)")
+        self._all: tuple[Count | Level | Levels | Timing, ...] = tuple(
+            m for m in vars(self).values() if isinstance(m, Count | Level | Levels | Timing)
         )
         self.registry = CollectorRegistry(auto_describe=True)
         self.registry.register(self)
