@@ -378,7 +378,9 @@ class Delivery:
                     return await self._send_instead(adapter, record, text, markup, str(error))
                 if not error.retryable:
                     return await self._give_up(record, str(error))
-                maybe_sent = True  # a network error or timeout says nothing about whether it arrived
+                # A lost answer (a timeout or a cut connection after the request left) says nothing about
+                # whether the chunk arrived: the next attempt resolves it first. One that never left does not.
+                maybe_sent = maybe_sent or error.may_have_arrived
                 last_error = str(error)
                 if attempt < policy.max_attempts:  # no pause after the last one: nothing follows it
                     await self._backoff(record, attempt, error)
