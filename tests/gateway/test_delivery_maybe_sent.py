@@ -123,3 +123,10 @@ async def test_a_long_rate_limit_is_not_waited_out_by_the_sender(store: Store) -
     assert row.last_error == "still failing after 1 attempt: rate limited (retry after 3600 s)"
     assert await delivery.retry_stalled() == 1  # the later retry honours the wait, then sends
     assert time.pauses == [3600.0] and adapter.texts() == ["hello"]
+
+
+async def test_a_retry_after_a_send_that_never_left_is_not_maybe_sent(store: Store) -> None:
+    """No connection could be made: the platform cannot have the chunk, so there is nothing to look for."""
+    adapter = RecordingAdapter(TransientDeliveryError("connection refused", unsent=True))
+    assert await send(store, adapter) == ["m1"]
+    assert [m.maybe_sent for m in adapter.attempts] == [False, False]

@@ -11,10 +11,15 @@ streamed message's first post.
 
 from __future__ import annotations
 
+import pytest
+
+from adapters.contract import OutboundMessage, TransientDeliveryError
+from adapters.slack import sending
 from tests.adapters.slack.conftest import ALICE, DM, SIGNING_SECRET, SlackFactory
+from tests.adapters.telegram.test_lost_answers import closed_port
 from tests.adapters.telegram.test_streaming_e2e import ANSWER
 from tests.fakes.model_server import ModelServer, Text
-from tests.fakes.slack_api import Failure, FakeSlack, message, post_signed
+from tests.fakes.slack_api import BOT_TOKEN, Failure, FakeSlack, message, post_signed
 from tests.gateway.conftest import settled
 from tests.waiting import eventually
 
@@ -37,3 +42,11 @@ async def test_a_streamed_reply_whose_first_post_lost_its_answer_shows_once(
     assert fake_slack.history.text_of(DM, post.ts) == FINAL
     row = await slack.store.outbox_get(1)  # the reply's first chunk: the streamed message's row
     assert row is not None and (row.status, row.platform_message_id) == ("sent", post.ts)
+
+
+async def test_a_post_that_never_left_is_not_ambiguous() -> None:
+    """No connection could be made: Slack surely has no such post, so the retry need not look for it."""
+    client = sending.build_client(BOT_TOKEN, f"http://127.0.0.1:{closed_port()}/api/")
+    with pytest.raises(TransientDeliveryError) as caught:
+        await sending.post(client, OutboundMessage(chat_id=DM, text="hello", nonce="n1"))
+    assert caught.value.may_have_arrived is False
