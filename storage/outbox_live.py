@@ -7,6 +7,8 @@ a live row (it is not ``pending``); only the stream writes to it:
 * :func:`open_row`: the row is created, or the one a crashed run left is returned (a replayed
   turn adopts the message that run showed: the row keeps its ``platform_message_id``);
 * :func:`shown`: what the message shows now, after each send or edit;
+* :func:`attempted`: a first send whose answer was lost (it may have landed) is counted, so
+  whoever sends the row next (the turn's answer taking it over) asks the platform first;
 * :func:`close`: the stream ends without the turn's answer (``/stop``, an interrupt, a restart
   whose turn will not run again): a row with a message becomes a pending edit to the closing
   text, which delivery finishes (also after a crash); a row never shown is dropped;
@@ -24,7 +26,7 @@ import aiosqlite
 from storage.outbox import _COLUMNS
 from storage.records import LIVE, OutboxChunk, OutboxRecord
 
-__all__ = ["close", "live_rows", "open_row", "shown"]
+__all__ = ["attempted", "close", "live_rows", "open_row", "shown"]
 
 
 def open_row(
@@ -76,6 +78,16 @@ def shown(
                              updated_at = ?
            WHERE id = ? AND status = 'live'""",
         (text, plain, platform_message_id, mode, now, outbox_id),
+    )
+    return cursor.rowcount == 1
+
+
+def attempted(conn: sqlite3.Connection, *, outbox_id: int, error: str, now: float) -> bool:
+    """Count a send of a live row that may have reached the platform without its answer reaching us;
+    False if the row is not live."""
+    cursor = conn.execute(
+        """UPDATE outbox SET attempts = attempts + 1, last_error = ?, updated_at = ? WHERE id = ? AND status = 'live'""",
+        (error, now, outbox_id),
     )
     return cursor.rowcount == 1
 

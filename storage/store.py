@@ -356,6 +356,11 @@ class Store(StoreLifecycle):
         return await self._write(partial(outbox_live.shown, outbox_id=outbox_id, text=text, plain=plain,
                                          platform_message_id=platform_message_id, mode=mode, now=self._clock()))  # fmt: skip
 
+    async def outbox_stream_attempted(self, outbox_id: int, error: str) -> bool:
+        """Count a send of a live row whose answer was lost (it may have landed): the row's next send, by the
+        stream or by delivery once the turn's answer takes it over, asks the platform first (``maybe_sent``)."""
+        return await self._write(partial(outbox_live.attempted, outbox_id=outbox_id, error=error, now=self._clock()))
+
     async def outbox_stream_close(self, outbox_id: int, text: str, *, plain: str | None = None) -> OutboxRecord | None:
         """End a live row without its turn's answer: a pending edit of its message to ``text`` (returned,
         for ``Delivery.deliver``; the outbox finishes it after a crash too), or dropped if nothing was shown."""

@@ -34,6 +34,9 @@ class DeliveryError(AdapterError):
     """
 
     retryable = False
+    may_have_arrived = False
+    """Whether the platform may have carried out the request although no answer came back (the answer
+    was lost). A refusal, a rate limit or a failure before the request left says no."""
 
 
 class RateLimited(DeliveryError):
@@ -54,6 +57,12 @@ class RecipientUnavailable(DeliveryError):
 
 class TransientDeliveryError(DeliveryError):
     retryable = True
+
+    def __init__(self, message: str = "", *, unsent: bool = False) -> None:
+        """``unsent``: the request surely never reached the platform (no connection was made, or no
+        request was made at all), so sending again cannot show anything twice."""
+        super().__init__(message)
+        self.may_have_arrived = not unsent
 
 
 class StreamingUnsupported(AdapterError):

@@ -80,7 +80,7 @@ class Sender:
             raise DeliveryError(f"the Discord adapter has stopped: {stopped}")
         client = self._client()
         if client is None or client.is_closed() or client.user is None:
-            raise TransientDeliveryError("the Discord connection is restarting; try again shortly")
+            raise TransientDeliveryError("the Discord connection is restarting; try again shortly", unsent=True)
         return client.get_partial_messageable(channel_id)
 
     def _remember(self, message_id: str, channel_id: int) -> None:
@@ -111,7 +111,8 @@ def delivery_error(error: Exception, attempt: Attempt) -> DeliveryError | None:
     if isinstance(error, discord.HTTPException):
         return _classify(error, action, attempt.markup)
     if isinstance(error, aiohttp.ClientError | OSError | asyncio.TimeoutError):
-        return TransientDeliveryError(f"network error talking to Discord on {action}: {error!r}")
+        return TransientDeliveryError(f"network error talking to Discord on {action}: {error!r}",
+                                      unsent=isinstance(error, aiohttp.ClientConnectorError))  # fmt: skip
     if isinstance(error, discord.DiscordException):
         return DeliveryError(f"discord.py could not {action} in channel {channel_id}: {error}")
     return None

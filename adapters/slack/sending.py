@@ -111,7 +111,8 @@ def delivery_error(error: Exception, attempt: Attempt) -> DeliveryError | None:
     if isinstance(error, aiohttp.ClientError | asyncio.TimeoutError | SlackClientError):
         return TransientDeliveryError(
             f"Slack {method} to {channel} failed on the network ({type(error).__name__}: {error}); "
-            "the outbox sends it again"
+            "the outbox sends it again",
+            unsent=isinstance(error, aiohttp.ClientConnectorError),  # no connection made: the request never left
         )
     return None
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+import aiohttp
 from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.enums import ChatAction, ParseMode
@@ -146,7 +147,10 @@ def delivery_error(error: Exception, attempt: Attempt) -> DeliveryError | None:
     if isinstance(error, TelegramNotFound | TelegramUnauthorizedError):
         return DeliveryError(f"Telegram refused the bot ({error.message}): check the token and api_base_url")
     if isinstance(error, TelegramNetworkError | TelegramServerError):
-        return TransientDeliveryError(f"Telegram unreachable or failing: {error.message}")
+        # No connection made: the request never left. Anything later (a timeout, a cut connection, a 5xx
+        # from a proxy) may follow a send Telegram carried out, and the Bot API has no idempotency key.
+        never_left = isinstance(error.__cause__, aiohttp.ClientConnectorError)
+        return TransientDeliveryError(f"Telegram unreachable or failing: {error.message}", unsent=never_left)
     return DeliveryError(f"Telegram refused the request: {error.message}")
 
 

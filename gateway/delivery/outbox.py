@@ -19,8 +19,11 @@ but before it was marked sent makes :meth:`Delivery.resume` send that chunk
 again. Every attempt at a chunk therefore carries the same
 ``OutboundMessage.nonce`` (see :func:`chunk_nonce`), so a platform with
 idempotent sends shows it once; a send that may repeat an accepted attempt (a
-retry after a network error, any send by :meth:`Delivery.resume`) is marked
-``maybe_sent`` so an adapter without such keys can look for the chunk first.
+retry after a lost answer, any send by :meth:`Delivery.resume`) is marked
+``maybe_sent`` so an adapter without such keys can look for the chunk first. A
+chunk counts as sent only with the platform's message id; a retry after a
+failure that never left (``may_have_arrived`` false: no connection was made) is
+not ``maybe_sent``. README "What 'delivered' means" has what each platform leaves open.
 
 Every text is masked first (``redactor.credentials``: configured secrets and
 credential formats such as bot tokens and API keys), before it is rendered,
@@ -378,7 +381,9 @@ class Delivery:
                     return await self._send_instead(adapter, record, text, markup, str(error))
                 if not error.retryable:
                     return await self._give_up(record, str(error))
-                maybe_sent = True  # a network error or timeout says nothing about whether it arrived
+                # A lost answer (a timeout or a cut connection after the request left) says nothing about
+                # whether the chunk arrived: the next attempt resolves it first. One that never left does not.
+                maybe_sent = maybe_sent or error.may_have_arrived
                 last_error = str(error)
                 if attempt < policy.max_attempts:  # no pause after the last one: nothing follows it
                     await self._backoff(record, attempt, error)

@@ -9,9 +9,9 @@ import pytest_asyncio
 
 from adapters.contract import DeliveryError, OutboundMessage, RateLimited, TransientDeliveryError
 from gateway.delivery.outbox import Delivery
-from gateway.delivery.policy import DeliveryPolicy
+from gateway.delivery.policy import DeliveryPolicy, chunk_nonce
 from gateway.operations.metrics import Metrics
-from storage import Store
+from storage import OutboxChunk, Store
 from tests.fakes.adapter import LoopbackAdapter
 from tests.fakes.clock import FakeTime
 
@@ -123,3 +123,23 @@ async def test_a_long_rate_limit_is_not_waited_out_by_the_sender(store: Store) -
     assert row.last_error == "still failing after 1 attempt: rate limited (retry after 3600 s)"
     assert await delivery.retry_stalled() == 1  # the later retry honours the wait, then sends
     assert time.pauses == [3600.0] and adapter.texts() == ["hello"]
+
+
+async def test_a_retry_after_a_send_that_never_left_is_not_maybe_sent(store: Store) -> None:
+    """No connection could be made: the platform cannot have the chunk, so there is nothing to look for."""
+    adapter = RecordingAdapter(TransientDeliveryError("connection refused", unsent=True))
+    assert await send(store, adapter) == ["m1"]
+    assert [m.maybe_sent for m in adapter.attempts] == [False, False]
+
+
+async def test_a_streamed_message_whose_first_send_lost_its_answer_is_maybe_sent_once_the_answer_takes_it_over(
+    store: Store,
+) -> None:
+    """The stream's first send got no id and the turn ended before another: the answer's send asks first."""
+    live = await store.outbox_stream_open("t1", "loopback", "c1", None, OutboxChunk(text="", markup="plain"))
+    assert await store.outbox_stream_attempted(live.id, "connection reset after the request went out")
+    adapter = RecordingAdapter()
+    delivery = Delivery(store, {adapter.platform: adapter}, Metrics(), sleep=no_sleep)
+    assert await delivery.send_text(turn_id="t1", platform="loopback", chat_id="c1", text="the answer") == ["m1"]
+    [sent] = adapter.attempts
+    assert (sent.text, sent.maybe_sent, sent.nonce) == ("the answer", True, chunk_nonce(live))

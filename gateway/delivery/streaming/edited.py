@@ -1,17 +1,17 @@
 """EDIT: a message sent once there is enough text, then edited in place as the text grows.
 
 The message is the turn's live outbox row (:class:`RecordedSurface`): opened before the first
-send (which carries the row's idempotency key, so a send repeated after a crash is recognised
-where the platform can), recorded after every send and edit. A row a crashed run left is adopted:
-its message is edited, never sent again (a natively streamed one is stopped first). When the
-platform refuses the preview's markup, that update goes as plain text.
+send (which carries the row's idempotency key, so a send repeated after a crash or a lost answer
+is recognised where the platform can), recorded after every send and edit. A row a crashed run
+left is adopted: its message is edited, never sent again (a natively streamed one is stopped
+first). When the platform refuses the preview's markup, that update goes as plain text.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from adapters.contract import Markup, MarkupRejected, OutboundMessage, StreamingUnsupported, StreamMode
+from adapters.contract import AdapterError, Markup, MarkupRejected, OutboundMessage, StreamingUnsupported, StreamMode
 from gateway.delivery.formatting import Chunk
 from gateway.delivery.policy import chunk_nonce
 from gateway.delivery.streaming.surface import RecordedSurface
@@ -42,13 +42,16 @@ class EditSurface(RecordedSurface):
         text, markup = chunk.text, self.markup
         if self._message_id is None:
             message = OutboundMessage(chat_id=t.chat_id, text=text, thread_id=t.thread_id, reply_to=t.reply_to,
-                                      markup=markup, nonce=chunk_nonce(row), maybe_sent=self._adopted)  # fmt: skip
+                                      markup=markup, nonce=chunk_nonce(row), maybe_sent=self._maybe_sent)  # fmt: skip
             try:
-                self._message_id = await self._adapter.send(message)
-            except MarkupRejected:
-                text = chunk.plain
-                self._message_id = await self._adapter.send(replace(message, text=text, markup=Markup.PLAIN,
-                                                                    maybe_sent=True))  # fmt: skip
+                try:
+                    self._message_id = await self._adapter.send(message)
+                except MarkupRejected:
+                    text = chunk.plain
+                    self._message_id = await self._adapter.send(replace(message, text=text, markup=Markup.PLAIN))
+            except AdapterError as error:
+                await self._send_failed(error)
+                raise
         else:
             try:
                 await self._adapter.edit(t.chat_id, self._message_id, text, markup=markup)

@@ -10,7 +10,7 @@ a new model call after tools, a secret masked once it was complete), appending c
 
 from __future__ import annotations
 
-from adapters.contract import DeliveryError, OutboundMessage, StreamingUnsupported, StreamMode
+from adapters.contract import AdapterError, DeliveryError, OutboundMessage, StreamingUnsupported, StreamMode
 from gateway.delivery.policy import chunk_nonce
 from gateway.delivery.streaming.surface import RecordedSurface
 from storage import OutboxRecord
@@ -35,8 +35,12 @@ class NativeSurface(RecordedSurface):
         t = self._target
         if self._message_id is None:
             message = OutboundMessage(chat_id=t.chat_id, text=text, thread_id=t.thread_id, reply_to=t.reply_to,
-                                      markup=self.markup, nonce=chunk_nonce(row), maybe_sent=self._adopted)  # fmt: skip
-            self._message_id = await self._adapter.start_stream(message, recipient_user_id=t.user_id)
+                                      markup=self.markup, nonce=chunk_nonce(row), maybe_sent=self._maybe_sent)  # fmt: skip
+            try:
+                self._message_id = await self._adapter.start_stream(message, recipient_user_id=t.user_id)
+            except AdapterError as error:
+                await self._send_failed(error)
+                raise
         elif not text.startswith(self._appended) or self._stopped:
             raise NotExtending()
         elif text == self._appended:

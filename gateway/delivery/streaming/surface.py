@@ -17,7 +17,7 @@ import abc
 from dataclasses import dataclass
 from typing import ClassVar
 
-from adapters.contract import Adapter, ChatType, Markup, StreamMode
+from adapters.contract import Adapter, AdapterError, ChatType, DeliveryError, Markup, StreamMode
 from gateway.delivery.outbox import Delivery
 from gateway.delivery.streaming.marks import marked
 from storage import OutboxChunk, OutboxRecord, Store
@@ -83,8 +83,9 @@ class RecordedSurface(Surface):
         self._message_id: str | None = None
         self._shown: tuple[str, str | None] | None = None
         """The rendered text (and its plain twin) the message shows now."""
-        self._adopted = False
-        """The row was left by an earlier run (a crash): its first send may have reached the platform."""
+        self._maybe_sent = False
+        """The message's first send may have reached the platform without its id reaching us: the row was
+        left by an earlier run (a crash), or a send's answer was lost. The next send asks first."""
 
     @property
     def row(self) -> OutboxRecord | None:
@@ -92,7 +93,7 @@ class RecordedSurface(Surface):
 
     def take_over(self, other: RecordedSurface) -> None:
         """Show the message ``other`` showed (a fallback from one way to the next keeps the message)."""
-        self._row, self._message_id, self._shown, self._adopted = other._row, other._message_id, other._shown, other._adopted
+        self._row, self._message_id, self._shown, self._maybe_sent = other._row, other._message_id, other._shown, other._maybe_sent
 
     @property
     def message_id(self) -> str | None:
@@ -107,10 +108,18 @@ class RecordedSurface(Surface):
                                                        mode=self.mode.value)  # fmt: skip
             self._row = row
             self._message_id = row.platform_message_id
-            self._adopted = row.updated_at > row.created_at or row.platform_message_id is not None
+            self._maybe_sent = row.updated_at > row.created_at or row.platform_message_id is not None
             if self._message_id is not None:
                 self._shown = (row.text, row.plain)
         return self._row if self._row.live else None
+
+    async def _send_failed(self, error: AdapterError) -> None:
+        """A send of the message failed. Where its request may have reached the platform (the answer was
+        lost), the next send resolves that first (``maybe_sent``), and so does delivery once the turn's
+        answer takes the row over: the attempt is counted on the row."""
+        if isinstance(error, DeliveryError) and error.may_have_arrived and self._row is not None:
+            self._maybe_sent = True
+            await self._store.outbox_stream_attempted(self._row.id, str(error))
 
     async def _record(self, text: str, plain: str | None) -> None:
         assert self._row is not None

@@ -199,6 +199,10 @@ class DiscordEmulator:
     def fail_next(self, status: int, message: str, *, code: int = 0, times: int = 1) -> None:
         self.world.failures += [Failure(status, {"message": message, "code": code})] * times
 
+    def lose_next_answer(self, *, times: int = 1) -> None:
+        """The next create-message calls create the message, then cut the connection before answering."""
+        self.world.failures += [Failure(0, {}, answer_lost=True)] * times
+
     # --- waiting --------------------------------------------------------------------------
     async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 30.0) -> None:
         """Wait until ``predicate()`` holds after a change the bot made (the timeout only stops a hang)."""

@@ -38,11 +38,13 @@ class Edit:
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """A scripted answer for the next create-message calls: an HTTP status and JSON body."""
+    """A scripted answer for the next create-message calls: an HTTP status and JSON body, or a lost answer."""
 
     status: int
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    answer_lost: bool = False
+    """Create the message as asked, then cut the connection instead of answering (status and body unused)."""
 
 
 class World:

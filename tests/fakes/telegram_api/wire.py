@@ -21,6 +21,8 @@ class Failure:
     description: str
     retry_after: int | None = None
     proxy_page: bool = False
+    answer_lost: bool = False
+    """Carry out the call, then cut the connection instead of answering (the other fields unused)."""
 
     @classmethod
     def too_many_requests(cls, retry_after: int) -> Failure:
@@ -33,6 +35,11 @@ class Failure:
     @classmethod
     def broken_proxy(cls, status: int = 502, note: str = "") -> Failure:
         return cls(status, note, proxy_page=True)
+
+    @classmethod
+    def lost_answer(cls) -> Failure:
+        """Telegram carries out the call, then the connection breaks before the answer reaches the bot."""
+        return cls(0, "", answer_lost=True)
 
     @classmethod
     def cant_parse(cls) -> Failure:
