@@ -4,37 +4,16 @@ messages the socket never delivered, converted as live ones, inside the window's
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-
-import pytest_asyncio
 
 from adapters.contract import CatchUpPoint, CatchUpWindow, ChatType, InboundMessage, OutboundMessage
 from adapters.discord import DiscordAdapter
-from adapters.discord.adapter import DiscordSettings
-from tests.adapters.discord.conftest import ALICE, BOB, Collected
+from tests.adapters.discord.conftest import ALICE, BOB, Collected, started
 from tests.fakes.discord_api import DiscordEmulator
 from tests.fakes.discord_api.payloads import created_at
 from tests.waiting import eventually
 
 OTHER_BOT = "400000000000000001"
 WIDE = CatchUpWindow(since=0.0)
-
-
-async def started(emulator: DiscordEmulator, *, allow_bots: bool = False) -> tuple[DiscordAdapter, Collected]:
-    settings = DiscordSettings(token=emulator.token, api_base_url=emulator.api_base_url,
-                               gateway_url=emulator.gateway_url, allow_bots=allow_bots)  # fmt: skip
-    adapter, intake = DiscordAdapter(settings), Collected()
-    await adapter.start(intake)
-    return adapter, intake
-
-
-@pytest_asyncio.fixture
-async def adapter(emulator: DiscordEmulator) -> AsyncIterator[tuple[DiscordAdapter, Collected]]:
-    running = await started(emulator)
-    try:
-        yield running
-    finally:
-        await running[0].close()
 
 
 def dm_point(emulator: DiscordEmulator, user: str, after: str | None) -> CatchUpPoint:
@@ -51,9 +30,9 @@ def ids(messages: list[InboundMessage]) -> list[str]:
 
 
 async def test_catch_up_returns_exactly_the_missed_messages_as_live_ones(
-    emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Collected]
+    emulator: DiscordEmulator, listening: tuple[DiscordAdapter, Collected]
 ) -> None:
-    discord, intake = adapter
+    discord, intake = listening
     gateway = emulator.gateway
     assert gateway is not None
     # One message of each kind arrives live first: what catch-up returns must equal what live gave.
@@ -93,9 +72,9 @@ async def test_catch_up_returns_exactly_the_missed_messages_as_live_ones(
 
 
 async def test_own_and_other_bots_messages_are_left_out(
-    emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Collected]
+    emulator: DiscordEmulator, listening: tuple[DiscordAdapter, Collected]
 ) -> None:
-    discord, intake = adapter
+    discord, intake = listening
     assert emulator.gateway is not None
     await emulator.server_message(ALICE, "start", mention=True, in_thread=True)
     (start,) = await intake.wait(1)
@@ -124,9 +103,9 @@ async def test_allow_bots_lets_other_bots_messages_through(emulator: DiscordEmul
 
 
 async def test_the_window_bounds_how_far_back_and_how_many(
-    emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Collected]
+    emulator: DiscordEmulator, listening: tuple[DiscordAdapter, Collected]
 ) -> None:
-    discord, _ = adapter
+    discord, _ = listening
     assert emulator.gateway is not None
     emulator.gateway.deaf = True
     now = time.time()
@@ -150,9 +129,9 @@ async def test_the_window_bounds_how_far_back_and_how_many(
 
 
 async def test_a_long_gap_is_read_page_by_page(
-    emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Collected]
+    emulator: DiscordEmulator, listening: tuple[DiscordAdapter, Collected]
 ) -> None:
-    discord, intake = adapter
+    discord, intake = listening
     assert emulator.gateway is not None
     start = await emulator.dm(ALICE, "start")
     await intake.wait(1)
@@ -169,9 +148,9 @@ async def test_a_long_gap_is_read_page_by_page(
 
 
 async def test_channel_points_are_not_read_and_a_vanished_thread_is_skipped(
-    emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Collected]
+    emulator: DiscordEmulator, listening: tuple[DiscordAdapter, Collected]
 ) -> None:
-    discord, intake = adapter
+    discord, intake = listening
     assert emulator.gateway is not None
     await emulator.dm(ALICE, "start")
     (start,) = await intake.wait(1)
