@@ -7,6 +7,12 @@ States shown on /health:
 * FAILED for good when Discord refuses the token (401 / close 4004) or a
   privileged intent (close 4014); the detail says what to change.
 
+Every new session after the first (discord.py identified afresh because Discord would not
+resume, the supervisor rebuilt the client, or :meth:`reconnect` asked for it) is reported as a
+gap: Discord does not replay what was sent before it. The gateway then asks :meth:`catch_up`
+for what the DMs and threads with an open session missed (see :mod:`adapters.discord.history`).
+A quiet connection is probed with :meth:`probe_liveness` (see :mod:`adapters.discord.liveness`).
+
 Files users attach are downloaded from Discord's CDN on request (:meth:`fetch_media`, see
 :mod:`adapters.discord.media`).
 """
@@ -15,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -27,15 +35,19 @@ from adapters.contract import (
     AdapterState,
     Attachment,
     Capabilities,
+    CatchUpPoint,
+    CatchUpWindow,
     InboundMessage,
     Intake,
+    Liveness,
     Markup,
     OutboundMessage,
     Rate,
     RateLimits,
+    TransientDeliveryError,
     log_rejected,
 )
-from adapters.discord import endpoints, preflight
+from adapters.discord import endpoints, history, liveness, preflight
 from adapters.discord.client import GatewayClient
 from adapters.discord.convert import to_inbound
 from adapters.discord.media import AttachmentDownloads
@@ -46,6 +58,8 @@ log = structlog.get_logger(__name__)
 
 START_WAIT = 15.0
 """How long start() waits for the first READY before returning with the adapter DEGRADED (still connecting)."""
+REMEMBERED_CHANNELS = 4096
+"""Channels whose newest arrived message is remembered for the liveness probe (the least recent are dropped)."""
 
 
 class DiscordSection(Protocol):
@@ -85,10 +99,20 @@ class DiscordAdapter(Adapter):
     servers_setting = "allowed_guilds"
 
     def __init__(
-        self, settings: DiscordSettings, *, backoff: Backoff = Backoff(), start_wait: float = START_WAIT
+        self,
+        settings: DiscordSettings,
+        *,
+        backoff: Backoff = Backoff(),
+        start_wait: float = START_WAIT,
+        probe_grace: float = liveness.PROBE_GRACE,
     ) -> None:
         super().__init__()
         self._settings = settings
+        self._probe_grace = probe_grace
+        self._identified = False
+        """A session was opened before: the next IDENTIFY (not a RESUME) leaves a gap."""
+        self._arrived: OrderedDict[int, int] = OrderedDict()
+        """Channel id -> the newest message id that arrived on the socket there."""
         self._intents = preflight.intents_for(settings.message_content_intent)
         self._start_wait = start_wait
         self._intake: Intake | None = None
@@ -168,6 +192,27 @@ class DiscordAdapter(Adapter):
     async def fetch_media(self, attachment: Attachment, *, max_bytes: int, timeout: float) -> bytes:
         return await self._downloads.fetch(attachment, max_bytes=max_bytes, timeout=timeout)
 
+    # --- liveness and catching up -------------------------------------------------------------
+    async def probe_liveness(self, points: Sequence[CatchUpPoint]) -> Liveness:
+        return await liveness.probe(
+            self._supervisor.client, points, arrived=lambda channel: self._arrived.get(channel, 0),
+            convert=self._convert, grace=self._probe_grace,
+        )  # fmt: skip
+
+    async def reconnect(self, reason: str) -> None:
+        if self._closing or self._state in (AdapterState.STOPPING, AdapterState.STOPPED, AdapterState.FAILED):
+            log.info("discord.reconnect_skipped", reason=reason, state=self._state.value)
+            return
+        self._set_state(AdapterState.DEGRADED, f"reconnecting: {reason}")
+        log.warning("discord.reconnecting", reason=reason, hint="a new session is opened; what it missed is caught up")
+        self._supervisor.restart(reason)
+
+    async def catch_up(self, points: Sequence[CatchUpPoint], window: CatchUpWindow) -> list[InboundMessage]:
+        client = self._supervisor.client
+        if client is None or client.is_closed() or client.user is None:
+            raise TransientDeliveryError("the Discord connection is restarting; catch up after it is back")
+        return await history.catch_up(client, list(points), window, self._convert)
+
     # --- client events ---------------------------------------------------------------------
     def connected(self, client: discord.Client, *, resumed: bool) -> None:
         if client is not self._supervisor.client or self._closing:
@@ -178,6 +223,18 @@ class DiscordAdapter(Adapter):
         how = "resumed the session" if resumed else "connected"
         self._set_state(AdapterState.RUNNING, f"{how} as {who}")
         log.info("discord.resumed" if resumed else "discord.connected", bot=who, guilds=len(client.guilds))
+        if not resumed:
+            if self._identified:
+                self._report_gap("Discord opened a new session (IDENTIFY) instead of resuming the old one; "
+                                 "messages sent in between were not delivered")  # fmt: skip
+            self._identified = True
+
+    def arrived(self, channel_id: int, message_id: int) -> None:
+        if message_id > self._arrived.get(channel_id, 0):
+            self._arrived[channel_id] = message_id
+        self._arrived.move_to_end(channel_id)
+        while len(self._arrived) > REMEMBERED_CHANNELS:
+            self._arrived.popitem(last=False)
 
     def disconnected(self, client: discord.Client) -> None:
         if client is not self._supervisor.client or self._closing or self._supervisor.fatal is not None:
@@ -189,18 +246,27 @@ class DiscordAdapter(Adapter):
     def message(self, client: discord.Client, message: discord.Message) -> None:
         if client.user is None or self._intake is None:
             return
-        try:
-            inbound = to_inbound(message, client.user, allow_bots=self._settings.allow_bots)
-        except Exception as error:  # noqa: BLE001 - a message that cannot be converted is skipped, not fatal
-            author = getattr(message, "author", None)  # discord.py leaves it unset when the event had none
-            log_rejected(log, "discord.message.rejected", error, message_id=str(message.id),
-                         channel=str(message.channel.id), user=str(getattr(author, "id", "")))  # fmt: skip
-            return
+        inbound = self._convert(message, client)
         if inbound is not None:
             self._note_inbound()
             self._inbox.put_nowait(inbound)
 
     # --- internals -------------------------------------------------------------------------
+    def _convert(self, message: discord.Message, client: discord.Client | None = None) -> InboundMessage | None:
+        """``message`` as the gateway gets it, live or caught up; None for one the bot is not shown, or one that
+        cannot be converted (logged, skipped)."""
+        client = client or self._supervisor.client
+        me = client.user if client is not None else None
+        if me is None:
+            return None
+        try:
+            return to_inbound(message, me, allow_bots=self._settings.allow_bots)
+        except Exception as error:  # noqa: BLE001 - a message that cannot be converted is skipped, not fatal
+            author = getattr(message, "author", None)  # discord.py leaves it unset when the event had none
+            log_rejected(log, "discord.message.rejected", error, message_id=str(message.id),
+                         channel=str(message.channel.id), user=str(getattr(author, "id", "")))  # fmt: skip
+            return None
+
     def _build_client(self) -> discord.Client:
         return GatewayClient(self, intents=self._intents, max_ratelimit_timeout=MAX_LIBRARY_WAIT)
 

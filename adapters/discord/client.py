@@ -7,6 +7,9 @@ arrived meanwhile would be lost, once per such event. So every event but
 READY and RESUMED (without which the session itself is broken) is parsed
 under a guard: one that fails is logged as ``discord.event.rejected`` with
 its ids and the reason, never its content, and skipped.
+
+Every MESSAGE_CREATE is noted as it arrives (its channel and id, before it is parsed), so the
+liveness probe can tell a message the socket never brought from one that came but was skipped.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class ClientEvents(Protocol):
 
     def message(self, client: discord.Client, message: discord.Message) -> None: ...
 
+    def arrived(self, channel_id: int, message_id: int) -> None: ...
+
 
 class GatewayClient(discord.Client):
     """A plain ``discord.Client`` whose events go to :class:`ClientEvents`; discord.py does the protocol."""
@@ -51,6 +56,7 @@ class GatewayClient(discord.Client):
         for name, parse in list(parsers.items()):
             if name not in UNGUARDED:
                 parsers[name] = _guarded(name, parse)
+        parsers["MESSAGE_CREATE"] = _noting_arrival(events, parsers["MESSAGE_CREATE"])
 
     async def on_connect(self) -> None:
         # READY arrived: the session is up. (on_ready waits for every server's GUILD_CREATE first.)
@@ -77,6 +83,16 @@ def _guarded(name: str, parse: Callable[[Any], None]) -> Callable[[Any], None]:
             log_rejected(log, "discord.event.rejected", error, type=name, **_ids_of(name, data))
 
     return parse_or_reject
+
+
+def _noting_arrival(events: ClientEvents, parse: Callable[[Any], None]) -> Callable[[Any], None]:
+    def note_then_parse(data: Any) -> None:
+        ids = (data.get("channel_id"), data.get("id")) if isinstance(data, dict) else ()
+        if len(ids) == 2 and all(isinstance(one, str | int) and str(one).isdigit() for one in ids):
+            events.arrived(int(ids[0]), int(ids[1]))
+        parse(data)
+
+    return note_then_parse
 
 
 def _ids_of(name: str, data: Any) -> dict[str, object]:

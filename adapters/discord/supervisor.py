@@ -10,6 +10,10 @@ Three layers, each taking over when the one below gives up:
    connection has held for a while);
 3. a failure no retry can fix (a bad token, a disallowed privileged intent) stops
    the supervisor: the adapter reports FAILED with what to change, and nothing loops.
+
+:meth:`Supervisor.restart` replaces the client on request (the gateway's liveness probe found
+the connection deaf): the current one is closed and a new one logs in and identifies at once,
+without the backoff, since nothing failed.
 """
 
 from __future__ import annotations
@@ -63,7 +67,10 @@ class Supervisor:
         self.fatal: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
-        self._stopped = asyncio.Event()
+        self._wake = asyncio.Event()
+        """Set by stop() and restart(): ends a backoff wait at once."""
+        self._restart_reason: str | None = None
+        self._closing_tasks: set[asyncio.Task[None]] = set()
         self._connected_at: float | None = None
         self._first_outcome: asyncio.Future[None] | None = None
         self.restarts = 0
@@ -84,9 +91,21 @@ class Supervisor:
         self._connected_at = asyncio.get_running_loop().time()
         self._settle_start()
 
+    def restart(self, reason: str) -> None:
+        """Close the current client and build a new one without delay (the close runs in the background)."""
+        if self._stopping or self.fatal is not None or self._task is None:
+            return
+        self._restart_reason = reason
+        self._wake.set()
+        client = self.client
+        if client is not None and not client.is_closed():
+            closing = asyncio.create_task(client.close(), name="discord.restart")
+            self._closing_tasks.add(closing)
+            closing.add_done_callback(self._closing_tasks.discard)
+
     async def stop(self) -> None:
         self._stopping = True
-        self._stopped.set()
+        self._wake.set()
         client = self.client
         if client is not None:
             with contextlib.suppress(Exception):
@@ -101,9 +120,16 @@ class Supervisor:
     async def _run(self) -> None:
         attempt = 0
         while not self._stopping:
+            self._restart_reason = None  # a restart asked for while no client ran: this new one is it
             error = await self._one_client()
             if self._stopping:
                 return
+            requested, self._restart_reason = self._restart_reason, None
+            if requested is not None:
+                self.restarts += 1
+                log.warning("discord.restarting", reason=requested, on_request=True)
+                self._wake.clear()
+                continue
             fatal = unrecoverable(error)
             if fatal is not None:
                 self.fatal = fatal
@@ -119,7 +145,8 @@ class Supervisor:
             self._on_trouble(f"{reason}; reconnecting in {delay:.0f} s (attempt {attempt})")
             self._settle_start()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopped.wait(), delay)  # a stop during the wait ends it at once
+                await asyncio.wait_for(self._wake.wait(), delay)  # a stop or restart during the wait ends it at once
+            self._wake.clear()
 
     async def _one_client(self) -> BaseException | None:
         """Run one client from login to its end; the error it ended with, if any."""

@@ -120,3 +120,22 @@ async def adapter(emulator: DiscordEmulator) -> AsyncIterator[DiscordAdapter]:
         yield running
     finally:
         await running.close()
+
+
+async def started(emulator: DiscordEmulator, *, allow_bots: bool = False) -> tuple[DiscordAdapter, Collected]:
+    """The adapter alone, connected to the emulator, and the intake that keeps what it hands over."""
+    settings = DiscordSettings(token=emulator.token, api_base_url=emulator.api_base_url,
+                               gateway_url=emulator.gateway_url, allow_bots=allow_bots)  # fmt: skip
+    adapter, intake = DiscordAdapter(settings), Collected()
+    await adapter.start(intake)
+    return adapter, intake
+
+
+@pytest_asyncio.fixture
+async def listening(emulator: DiscordEmulator) -> AsyncIterator[tuple[DiscordAdapter, Collected]]:
+    """:func:`started` with the default settings, closed at the end."""
+    running = await started(emulator)
+    try:
+        yield running
+    finally:
+        await running[0].close()

@@ -2,39 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest_asyncio
-
 from adapters.contract import ChatType, OutboundMessage
 from adapters.discord import DiscordAdapter
-from adapters.discord.adapter import DiscordSettings
-from tests.adapters.discord.conftest import ALICE, BOB, Collected
+from tests.adapters.discord.conftest import ALICE, BOB, Collected, started
 from tests.fakes.discord_api import DiscordEmulator
 
 OTHER_BOT = "400000000000000001"
 
 
-async def started(emulator: DiscordEmulator, *, allow_bots: bool = False) -> tuple[DiscordAdapter, Collected]:
-    settings = DiscordSettings(token=emulator.token, api_base_url=emulator.api_base_url,
-                               gateway_url=emulator.gateway_url, allow_bots=allow_bots)  # fmt: skip
-    adapter, intake = DiscordAdapter(settings), Collected()
-    await adapter.start(intake)
-    return adapter, intake
-
-
-@pytest_asyncio.fixture
-async def adapter(emulator: DiscordEmulator) -> AsyncIterator[tuple[DiscordAdapter, Collected]]:
-    running = await started(emulator)
-    try:
-        yield running
-    finally:
-        await running[0].close()
-
-
-async def test_a_dm(emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Collected]) -> None:
+async def test_a_dm(emulator: DiscordEmulator, listening: tuple[DiscordAdapter, Collected]) -> None:
     data = await emulator.dm(ALICE, "hi")
-    (message,) = await adapter[1].wait(1)
+    (message,) = await listening[1].wait(1)
     assert (message.platform, message.event_id, message.message_id) == ("discord", data["id"], data["id"])
     assert message.chat_type is ChatType.DM and message.chat_id == data["channel_id"]
     assert message.server_id is None and message.thread_id is None
@@ -42,13 +20,13 @@ async def test_a_dm(emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Co
 
 
 async def test_server_channel_thread_and_mentions(
-    emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Collected]
+    emulator: DiscordEmulator, listening: tuple[DiscordAdapter, Collected]
 ) -> None:
     world = emulator.world
     await emulator.server_message(ALICE, "plain")
     await emulator.server_message(ALICE, "hey  there", mention=True)
     await emulator.server_message(BOB, "in a thread", mention=True, in_thread=True)
-    plain, mentioned, threaded = await adapter[1].wait(3)
+    plain, mentioned, threaded = await listening[1].wait(3)
     assert plain.chat_type is ChatType.GROUP and plain.server_id == world.guild_id
     assert plain.chat_id == world.channel_id and plain.thread_id is None and not plain.mentioned
     assert mentioned.mentioned and mentioned.text == "hey there"
@@ -57,25 +35,25 @@ async def test_server_channel_thread_and_mentions(
 
 
 async def test_a_reply_to_the_bot_counts_as_a_mention_a_reply_to_someone_else_does_not(
-    emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Collected]
+    emulator: DiscordEmulator, listening: tuple[DiscordAdapter, Collected]
 ) -> None:
-    bot_message_id = await adapter[0].send(OutboundMessage(chat_id=emulator.world.channel_id, text="I am the bot"))
+    bot_message_id = await listening[0].send(OutboundMessage(chat_id=emulator.world.channel_id, text="I am the bot"))
     someone = await emulator.server_message(BOB, "I am Bob")
     await emulator.server_message(ALICE, "to the bot", reply_to=bot_message_id)
     await emulator.server_message(ALICE, "to Bob", reply_to=someone["id"])
-    _, to_bot, to_bob = await adapter[1].wait(3)
+    _, to_bot, to_bob = await listening[1].wait(3)
     assert to_bot.mentioned and not to_bob.mentioned
 
 
 async def test_own_messages_are_dropped_and_other_bots_are_marked(
-    emulator: DiscordEmulator, adapter: tuple[DiscordAdapter, Collected]
+    emulator: DiscordEmulator, listening: tuple[DiscordAdapter, Collected]
 ) -> None:
     await emulator.server_message(emulator.world.bot["id"], "my own words", mention=True)
     await emulator.server_message(OTHER_BOT, "beep", mention=True, bot_author=True)
-    (message,) = await adapter[1].wait(1)
+    (message,) = await listening[1].wait(1)
     assert message.user_id == OTHER_BOT and message.from_bot and message.mentioned
     await emulator.dm(ALICE, "after")
-    assert [m.text for m in await adapter[1].wait(2)] == ["beep", "after"]
+    assert [m.text for m in await listening[1].wait(2)] == ["beep", "after"]
 
 
 async def test_allow_bots_lets_other_bots_through(emulator: DiscordEmulator) -> None:

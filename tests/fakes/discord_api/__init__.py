@@ -5,7 +5,9 @@ Point the real discord.py at it (``platforms.discord.api_base_url`` =
 inject users' messages with :meth:`DiscordEmulator.dm` and
 :meth:`DiscordEmulator.server_message`, and read what the bot did from
 ``emulator.world`` (``sent``, ``repeats``, ``edits`` with their times, ``typing``,
-``rest_calls``) and ``emulator.gateway`` (``identifies``, ``resumes``, ``closes``).
+``rest_calls``) and ``emulator.gateway`` (``identifies``, ``resumes``, ``closes``, ``swallowed``).
+Every message is kept in its channel's history, which ``GET /channels/{id}/messages`` reads; ids hold
+their creation time as Discord's do.
 
 Files users upload: :meth:`DiscordEmulator.attachment` registers bytes and returns the
 attachment as MESSAGE_CREATE carries it, its ``url`` on the emulator's CDN path
@@ -162,13 +164,16 @@ class DiscordEmulator:
         mentions: list[dict[str, Any]] | None = None,
         attachments: list[dict[str, Any]] | None = None,
         flags: int = 0,
+        at: float | None = None,
     ) -> dict[str, Any]:
+        """Store the message in its channel's history and dispatch its MESSAGE_CREATE; ``at`` (wall-clock time)
+        dates it back (its id says when it was sent)."""
         if self.gateway is None:
             raise RuntimeError("the emulator is not started")
         author = self.world.user(user_id, bot=bot_author)
         referenced = self.world.messages[reply_to] if reply_to else None
         data = payloads.message(
-            message_id=payloads.snowflake(), channel_id=channel_id, author=author, content=text, guild_id=guild_id,
+            message_id=payloads.snowflake(at), channel_id=channel_id, author=author, content=text, guild_id=guild_id,
             mentions=mentions, attachments=attachments, referenced=referenced, flags=flags,
         )  # fmt: skip
         self.world.messages[data["id"]] = data

@@ -6,6 +6,11 @@ client missed, then RESUMED. Discord's close codes are used where Discord uses
 them: 4004 for a bad token, 4014 for a privileged intent the application may
 not use. A test can drop the socket, hold new connections back (to inject
 events while the bot is away), or script a close code for the next IDENTIFY.
+
+Trouble that loses events: :attr:`GatewayServer.deaf` keeps the socket up and its heartbeats
+answered while every MESSAGE_CREATE is dropped (the message is still in the channel's history,
+as on Discord), and :meth:`GatewayServer.invalidate` ends the session for good (INVALID_SESSION,
+not resumable): what is posted until the bot has identified again is stored but never dispatched.
 """
 
 from __future__ import annotations
@@ -57,6 +62,10 @@ class GatewayServer:
         self.allowed_privileged_intents = 0
         """Which privileged intents the application has switched on in the portal (none by default)."""
         self.reject_next_identify: int | None = None
+        self.deaf = False
+        """Drop every MESSAGE_CREATE (the connection stays up, heartbeats are acknowledged)."""
+        self.swallowed: list[str] = []
+        """Ids of the messages whose MESSAGE_CREATE was dropped or went to a session nobody holds any more."""
         self._accepting = asyncio.Event()
         self._accepting.set()
 
@@ -69,6 +78,9 @@ class GatewayServer:
         session = self.current
         if session is None:
             raise RuntimeError("no gateway session: the bot has not identified")
+        if event == "MESSAGE_CREATE" and (self.deaf or session.id not in self.sessions):
+            self.swallowed.append(str(data.get("id")))
+            return session.seq
         seq = session.seq + 1
         session.events.append((seq, event, data))
         if session.socket is not None and not session.socket.closed:
@@ -84,6 +96,17 @@ class GatewayServer:
             socket, session.socket = session.socket, None
             self.closes.append(code)
             await socket.close(code=code, message=b"dropped by the test")
+
+    async def invalidate(self, *, hold: bool = False) -> None:
+        """End the current session for good, as Discord does when it cannot keep it: INVALID_SESSION (not
+        resumable), so the bot identifies afresh. Messages posted until then are never dispatched; ``hold``
+        makes the new connection wait for :meth:`release`, so a test can post some meanwhile."""
+        if hold:
+            self._accepting.clear()
+        session = self.current
+        self.sessions.clear()
+        if session is not None and session.socket is not None:
+            await self._send(session.socket, OP_INVALID_SESSION, False)
 
     def forget_sessions(self) -> None:
         """Make every existing session unresumable, as Discord does after a long outage."""

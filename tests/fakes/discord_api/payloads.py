@@ -7,6 +7,7 @@ ones a test sets. Snowflakes are strings on the wire, as on Discord.
 from __future__ import annotations
 
 import itertools
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,16 +19,30 @@ MESSAGE_REPLY = 19
 VOICE_MESSAGE = 1 << 13
 """The message flag of a voice message (IS_VOICE_MESSAGE)."""
 
-_ids = itertools.count(900_000_000_000_000_000)
+DISCORD_EPOCH_MS = 1_420_070_400_000
+_increments = itertools.count()
+_last_id = 0
 
 
-def snowflake() -> str:
-    """A fresh id, increasing within one test session."""
-    return str(next(_ids))
+def snowflake(at: float | None = None) -> str:
+    """A fresh id that, like Discord's, holds its creation time (milliseconds since 2015 in the bits above the
+    22nd, which discord.py reads as ``created_at``). Ids made now increase within one test session; ``at`` (a
+    wall-clock time) makes one as of an earlier moment, for a message sent back then."""
+    global _last_id
+    stamp = int((time.time() if at is None else at) * 1000) - DISCORD_EPOCH_MS
+    made = (stamp << 22) | (next(_increments) & 0x3FFFFF)
+    if at is None:
+        made = _last_id = max(made, _last_id + 1)
+    return str(made)
 
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat()
+
+
+def created_at(snowflake_id: str) -> datetime:
+    """When the message (or anything else) with this id was made, as its id says."""
+    return datetime.fromtimestamp(((int(snowflake_id) >> 22) + DISCORD_EPOCH_MS) / 1000, UTC)
 
 
 def user(user_id: str, name: str, *, bot: bool = False) -> dict[str, Any]:
@@ -123,7 +138,8 @@ def message(
     flags: int = 0,
 ) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "id": message_id, "channel_id": channel_id, "author": author, "content": content, "timestamp": now_iso(),
+        "id": message_id, "channel_id": channel_id, "author": author, "content": content,
+        "timestamp": created_at(message_id).isoformat(),
         "edited_timestamp": None, "tts": False, "mention_everyone": False, "mentions": mentions or [],
         "mention_roles": [], "attachments": attachments or [], "embeds": [], "pinned": False,
         "type": MESSAGE_REPLY if referenced else MESSAGE_DEFAULT, "flags": flags, "components": [],

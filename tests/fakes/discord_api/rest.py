@@ -1,4 +1,6 @@
-"""The REST half of the emulator: the endpoints discord.py calls to log in, send, edit and type.
+"""The REST half of the emulator: the endpoints discord.py calls to log in, send, edit and type, and to read a
+channel (``GET /channels/{id}``) and its history (``GET /channels/{id}/messages`` with ``before`` / ``after`` /
+``limit``, newest first as Discord answers).
 
 Every JSON answer carries ``Content-Type: application/json`` exactly: discord.py
 only parses a body as JSON when the header is exactly that (aiohttp's
@@ -43,6 +45,8 @@ class RestApi:
         app.router.add_get(f"{API}/gateway", self._gateway)
         app.router.add_get(f"{API}/gateway/bot", self._gateway_bot)
         app.router.add_post(f"{API}/users/@me/channels", self._open_dm)
+        app.router.add_get(f"{API}/channels/{{channel}}", self._channel)
+        app.router.add_get(f"{API}/channels/{{channel}}/messages", self._history)
         app.router.add_post(f"{API}/channels/{{channel}}/messages", self._create_message)
         app.router.add_patch(f"{API}/channels/{{channel}}/messages/{{message}}", self._edit_message)
         app.router.add_post(f"{API}/channels/{{channel}}/typing", self._typing)
@@ -95,6 +99,32 @@ class RestApi:
         if response.status == 429:
             self.world.rate_limited += 1
         return response
+
+    async def _channel(self, request: web.Request) -> web.Response:
+        found = self.world.channel(request.match_info["channel"])
+        return reply(found) if found is not None else error(404, "Unknown Channel", 10003)
+
+    async def _history(self, request: web.Request) -> web.Response:
+        """Up to ``limit`` (1-100, default 50) messages of the channel: the newest ones, those just before
+        ``before``, or the oldest ones after ``after``; always newest first."""
+        channel_id = request.match_info["channel"]
+        if self.world.channel(channel_id) is None:
+            return error(404, "Unknown Channel", 10003)
+        try:
+            limit = int(request.query.get("limit", "50"))
+            before, after = (int(request.query[key]) if key in request.query else None for key in ("before", "after"))
+        except ValueError:
+            return error(400, "Invalid Form Body", 50035)
+        if not 1 <= limit <= 100:
+            return error(400, "Invalid Form Body", 50035)
+        ids = sorted(int(key) for key, data in self.world.messages.items() if data["channel_id"] == channel_id)
+        if before is not None:
+            ids = [one for one in ids if one < before][-limit:]
+        elif after is not None:
+            ids = [one for one in ids if one > after][:limit]
+        else:
+            ids = ids[-limit:]
+        return reply([self.world.messages[str(one)] for one in reversed(ids)])
 
     async def _create_message(self, request: web.Request) -> web.Response:
         failure = self.world.take_failure()

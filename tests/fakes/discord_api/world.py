@@ -89,6 +89,12 @@ class World:
     def guild(self) -> dict[str, Any]:
         return payloads.guild(self.guild_id, "Test server", self.bot["id"], self.channels(), self.threads())
 
+    def channel(self, channel_id: str) -> dict[str, Any] | None:
+        """The channel, thread or DM with this id, as ``GET /channels/{id}`` shows it; None: no such channel."""
+        found = [item for item in [*self.channels(), *self.threads()] if item["id"] == channel_id]
+        found += [payloads.dm_channel(dm, self.user(user)) for user, dm in self.dm_channels.items() if dm == channel_id]
+        return found[0] if found else None
+
     def user(self, user_id: str, name: str | None = None, *, bot: bool = False) -> dict[str, Any]:
         if user_id not in self.users:
             self.users[user_id] = payloads.user(user_id, name or f"user{user_id[-4:]}", bot=bot)
