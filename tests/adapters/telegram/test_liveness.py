@@ -16,6 +16,7 @@ from adapters.telegram import TelegramAdapter, TelegramSettings
 from adapters.telegram.polling import PollingSettings
 from tests.adapters.telegram.conftest import ALICE, BOB, Listening, StartTelegram
 from tests.adapters.telegram.test_webhook import free_port, stored_events, webhook_config
+from tests.adapters.telegram.test_webhook_watch import check_every, more_checks
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.telegram_api import Failure, TelegramAPI
 from tests.waiting import eventually
@@ -195,3 +196,28 @@ async def test_a_webhook_replaced_by_another_client_fails_the_probe(
     await telegram_api.replace_webhook("https://elsewhere.example/hook")
     found = await run.adapter.probe_liveness([])
     assert not found.ok and "https://elsewhere.example/hook registered instead of our webhook" in found.detail
+
+
+async def test_a_failed_reregistration_keeps_the_webhook_degraded_through_quiet_checks(
+    start_telegram: StartTelegram, telegram_api: TelegramAPI, model_server: ModelServer
+) -> None:
+    """The watchdog's regular check sees no delivery error while Telegram silently holds updates: after a
+    reconnect was asked for, only an update reaching the webhook (or none waiting) means running again."""
+    model_server.responder = lambda record: Text("re: " + record.last_user_text)
+    run = await start_telegram(telegram=webhook_config(free_port()), tune=check_every(0.05))
+    telegram_api.webhook_stopped = True
+    await telegram_api.say(ALICE, "anyone?")
+    telegram_api.fail("setWebhook", Failure.server_error())
+    with capture_logs() as logs:
+        await run.adapter.reconnect("the probe found the webhook deaf")
+        await eventually(state_is(run.adapter, AdapterState.DEGRADED, "again failed", "Bad Gateway"), "refused")
+    assert [e["error"] for e in logs if e["event"] == "telegram.webhook.reregister_failed"] == [
+        "Telegram server says - Bad Gateway"
+    ]
+    await more_checks(telegram_api, 3)
+    assert run.adapter.status().state is AdapterState.DEGRADED
+
+    await run.adapter.reconnect("the probe found the webhook deaf")
+    [reply] = await telegram_api.wait_sent(1)
+    assert reply.visible == "re: anyone?"
+    await eventually(state_is(run.adapter, AdapterState.RUNNING, "webhook"), "running again")
