@@ -1,9 +1,15 @@
-"""The Telegram adapter: one bot token, updates by long polling or webhook, replies in Telegram HTML."""
+"""The Telegram adapter: one bot token, updates by long polling or webhook, replies in Telegram HTML.
+
+Liveness (:mod:`.liveness`): a probe asks Telegram how many updates wait that never reached us; a
+reconnect restarts polling on a new connection, or registers the webhook again. There is no catch-up:
+Telegram keeps an update until we confirm it, so whatever a deaf connection missed comes afterwards.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -29,8 +35,10 @@ from adapters.contract import (
     AdapterState,
     Attachment,
     Capabilities,
+    CatchUpPoint,
     ChatType,
     Intake,
+    Liveness,
     Markup,
     MediaUnavailable,
     MenuCommand,
@@ -43,6 +51,7 @@ from adapters.http_listener import ListenError, ListenerLimits
 
 from .convert import PLATFORM, BotIdentity
 from .downloads import FileDownloads
+from .liveness import probe
 from .polling import ALLOWED_UPDATES, Poller, PollingSettings
 from .sending import Sender, SendingSession
 from .webhook import WebhookServer
@@ -73,6 +82,9 @@ class TelegramSettings:
     webhook_limits: ListenerLimits = ListenerLimits()
     """Webhook mode: how long the webhook server waits for slow clients, and how many it lets in at once."""
     polling: PollingSettings = PollingSettings()
+    probe_grace: float = 5.0
+    """Seconds a liveness probe that finds updates waiting gives polling (or the webhook) to receive one
+    before it calls the connection deaf."""
 
 
 class TelegramAdapter(Adapter):
@@ -307,6 +319,30 @@ class TelegramAdapter(Adapter):
         if self._bot is None:
             raise MediaUnavailable("failed", "the Telegram adapter is not connected (not started, or closed)")
         return await self._downloads.fetch(self._bot, attachment, max_bytes=max_bytes, timeout=timeout)
+
+    # --- liveness -----------------------------------------------------------------------------
+    async def probe_liveness(self, points: Sequence[CatchUpPoint]) -> Liveness:
+        """getMe, then getWebhookInfo's pending count against what was received (see :mod:`.liveness`);
+        ``points`` are not needed: Telegram itself counts what waits for the bot."""
+        receiver = self._poller if self.settings.mode == "polling" else self._webhook if self._watchdog else None
+        if self._bot is None or receiver is None:
+            state = f"{self._state.value}: {self._detail}" if self._detail else self._state.value
+            return Liveness(False, f"not connected to Telegram ({state})")
+        return await probe(self._bot, receiver, grace=self.settings.probe_grace, watchdog=self._watchdog)
+
+    async def reconnect(self, reason: str) -> None:
+        """Polling: a new connection (:meth:`.Poller.restart`); webhook: setWebhook again
+        (:meth:`.WebhookWatchdog.reregister`). DEGRADED with ``reason`` until updates flow; no gap to report,
+        since Telegram still holds whatever was missed."""
+        if self._poller is not None:
+            self._poller.restart(reason)
+        elif self._watchdog is not None:
+            self._watchdog.reregister(reason)
+        elif self._connecting is not None and not self._connecting.done():
+            self._set_state(AdapterState.DEGRADED, f"{reason}; still trying to connect in the background")
+        else:
+            raise AdapterError("the Telegram adapter cannot reconnect: it is not connected (not started, or stopped)")
+        log.warning("telegram.reconnect", reason=reason, mode=self.settings.mode)
 
     def _sending(self) -> Sender:
         if self._sender is None:

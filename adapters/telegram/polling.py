@@ -21,6 +21,13 @@ error, a stall or a 409), getUpdates is asked not to wait for news (timeout 0),
 so the first request Telegram answers marks the adapter running again, instead
 of a long poll that would keep /health degraded for up to ``poll_timeout``
 seconds after Telegram is back. Long polling resumes with the next request.
+
+A connection can also answer every getUpdates promptly and still hear nothing
+(Telegram holds updates it does not hand over): only a probe that compares
+getWebhookInfo's pending count with what the poller fetched notices that (see
+:mod:`.liveness`). :meth:`Poller.restart` then replaces the connection the same
+way a stall does, and the adapter stays DEGRADED until updates flow again: a
+batch arrives, or Telegram holds nothing beyond what the poller has in hand.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from typing import Any
 import structlog
 from aiogram import Bot
 from aiogram.exceptions import ClientDecodeError, TelegramAPIError, TelegramConflictError, TelegramUnauthorizedError
+from aiogram.methods import GetWebhookInfo
 from tenacity import RetryCallState, wait_exponential
 
 from adapters.contract import AdapterState, Intake
@@ -99,6 +107,19 @@ class Poller:
         self._conflict = False
         self._healthy = False
         self._task: asyncio.Task[None] | None = None
+        self.received = 0
+        """Updates getUpdates has returned so far (a liveness probe watches it move)."""
+        self._held: set[int] = set()
+        """Ids of updates fetched whose confirmation Telegram has not seen yet: it still counts them as pending."""
+        self._restart = asyncio.Event()
+        self._restart_reason = ""
+        self._awaiting_flow = False
+        """After a requested restart: DEGRADED until updates are seen to flow."""
+
+    @property
+    def held(self) -> int:
+        """How many of the updates Telegram counts as pending this poller has fetched already."""
+        return len(self._held)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._supervise(), name="telegram-polling")
@@ -114,6 +135,13 @@ class Poller:
         if self.offset is not None and self.offset != self._confirmed:
             await self._confirm(self.offset)
 
+    def restart(self, reason: str) -> None:
+        """Replace the connection now (a probe found it deaf): DEGRADED with ``reason`` until updates flow."""
+        self._restart_reason = reason
+        self._awaiting_flow = True
+        self._report(AdapterState.DEGRADED, f"{reason}; restarting polling on a new connection")
+        self._restart.set()
+
     # --- supervision -------------------------------------------------------------------------
     async def _supervise(self) -> None:
         while True:
@@ -121,12 +149,20 @@ class Poller:
             self._last_success = time.monotonic()
             poll = asyncio.create_task(self._poll(bot), name="telegram-getupdates")
             try:
-                await self._watch(poll)
+                requested = await self._watch(poll)
             finally:
                 poll.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await poll
                 await bot.session.close()
+            if requested:
+                self._restart.clear()
+                self._healthy = False  # the first request on the new connection does not wait for news
+                log.warning("telegram.polling.restarted", reason=self._restart_reason,
+                            hint="polling continues on a new connection; health says degraded until updates flow")  # fmt: skip
+                self._report(AdapterState.DEGRADED, f"{self._restart_reason}; polling restarted on a new connection, "
+                             "waiting for updates to flow")  # fmt: skip
+                continue
             self._restarts += 1
             silent = time.monotonic() - self._last_success
             delay = self.settings.backoff(self._restarts)
@@ -142,16 +178,23 @@ class Poller:
             )
             await asyncio.sleep(delay)
 
-    async def _watch(self, poll: asyncio.Task[None]) -> None:
-        """Return when polling has made no progress for too long (a 409 is handled by the loop itself)."""
+    async def _watch(self, poll: asyncio.Task[None]) -> bool:
+        """Return when polling has made no progress for too long (False; a 409 is handled by the loop itself)
+        or a restart was asked for (True)."""
         every = min(1.0, self.settings.stall_timeout / 4)
-        while True:
-            await asyncio.wait({poll}, timeout=every)
-            if poll.done():
-                poll.result()
-                raise RuntimeError("the polling loop ended by itself")
-            if not self._conflict and time.monotonic() - self._last_success > self.settings.stall_timeout:
-                return
+        asked = asyncio.create_task(self._restart.wait(), name="telegram-restart-request")
+        try:
+            while True:
+                await asyncio.wait({poll, asked}, timeout=every, return_when=asyncio.FIRST_COMPLETED)
+                if poll.done():
+                    poll.result()
+                    raise RuntimeError("the polling loop ended by itself")
+                if asked.done():
+                    return True
+                if not self._conflict and time.monotonic() - self._last_success > self.settings.stall_timeout:
+                    return False
+        finally:
+            asked.cancel()
 
     # --- the loop ----------------------------------------------------------------------------
     async def _poll(self, bot: Bot) -> None:
@@ -168,7 +211,8 @@ class Poller:
 
     async def _get_updates(self, bot: Bot) -> list[Any] | None:
         timeout = self.settings.poll_timeout if self._healthy else 0  # until one works, ask without waiting
-        method = RawGetUpdates(offset=self.offset, timeout=timeout, allowed_updates=ALLOWED_UPDATES)
+        offset = self.offset
+        method = RawGetUpdates(offset=offset, timeout=timeout, allowed_updates=ALLOWED_UPDATES)
         try:
             updates = await bot(method, request_timeout=timeout + 15)
         except TelegramConflictError as error:
@@ -181,8 +225,45 @@ class Poller:
         except (TelegramAPIError, ClientDecodeError) as error:
             await self._on_failure(error, AdapterState.DEGRADED, f"getUpdates failed: {error}")
             return None
-        self._on_progress()
+        self._fetched(offset, updates)
+        if self._awaiting_flow:
+            await self._check_flow(bot, updates)
+        else:
+            self._on_progress()
         return updates
+
+    def _fetched(self, offset: int | None, updates: list[Any]) -> None:
+        """Telegram has seen ``offset`` (every update below it is done) and handed over ``updates``."""
+        self._last_success = time.monotonic()
+        self._confirmed = offset
+        ids = {update_id for update_id in map(update_id_of, updates) if update_id is not None}
+        self._held = {held for held in self._held if offset is None or held >= offset} | ids
+        self.received += len(updates)
+
+    async def _check_flow(self, bot: Bot, updates: list[Any]) -> None:
+        """After a requested restart: RUNNING once a batch arrives or Telegram holds nothing beyond what was
+        fetched; until then DEGRADED, long polling (no busy loop), asking getWebhookInfo after each empty answer."""
+        waiting = 0 if updates else await self._waiting_beyond_held(bot)
+        self._healthy = True
+        if waiting != 0:
+            count = "an unknown number of" if waiting is None else str(waiting)
+            self._report(AdapterState.DEGRADED, f"{self._restart_reason}; polling restarted on a new connection, but "
+                         f"getUpdates still returns nothing while Telegram holds {count} update(s)")  # fmt: skip
+            return
+        self._awaiting_flow = False
+        self._failures = self._restarts = 0
+        self._conflict, self._last_error = False, ""
+        log.info("telegram.polling.flowing", after=self._restart_reason, fetched=len(updates))
+        self._report(AdapterState.RUNNING, f"long polling (getUpdates timeout {self.settings.poll_timeout} s)")
+
+    async def _waiting_beyond_held(self, bot: Bot) -> int | None:
+        """Updates Telegram holds that this poller has not fetched; None when getWebhookInfo failed."""
+        try:
+            info = await bot(GetWebhookInfo(), request_timeout=15)
+        except (TelegramAPIError, ClientDecodeError) as error:
+            log.warning("telegram.polling.flow_check_failed", error=str(error))
+            return None
+        return max(info.pending_update_count - self.held, 0)
 
     async def _hand_over(self, raw: Any, update_id: int | None, bot: Bot) -> bool:
         """Give one raw update to the intake; True once it is stored (or needs no storing, or cannot be read)."""
@@ -211,8 +292,6 @@ class Poller:
 
     # --- outcomes ----------------------------------------------------------------------------
     def _on_progress(self) -> None:
-        self._last_success = time.monotonic()
-        self._confirmed = self.offset
         if self._healthy:
             return
         if self._failures or self._restarts or self._conflict:

@@ -58,6 +58,10 @@ class WebhookServer:
         self._limits = limits
         self._listener: HttpListener | None = None
         self.bound_port: int | None = None
+        self.received = 0
+        """Requests with the secret that reached us so far (a liveness probe watches it move)."""
+        self.held = 0
+        """Such requests being handled right now: Telegram still counts their updates as pending."""
 
     async def start(self) -> None:
         app = web.Application(client_max_size=4 * 1024 * 1024)
@@ -80,6 +84,15 @@ class WebhookServer:
                         hint="only Telegram, with the secret given to setWebhook, may post here")  # fmt: skip
             return web.Response(status=403, text="forbidden")
         self._on_reached()
+        self.received += 1
+        self.held += 1
+        try:
+            return await self._handle(request)
+        finally:
+            self.held -= 1
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        """Hand the update of a request that carries the secret to the intake; 200 once it is stored."""
         try:
             raw = await request.json()
         except ValueError as error:  # not JSON at all: cut short on the way, perhaps; a second delivery may do

@@ -12,6 +12,12 @@ Every ``interval`` seconds the watchdog calls getWebhookInfo and acts on it:
   such episode, not one per check.
 * Back to RUNNING as soon as an update reaches the webhook, or Telegram no
   longer reports a fresh error with updates waiting.
+
+Telegram can also stop calling the webhook without reporting any error, the
+updates just piling up; the adapter's liveness probe notices that (see
+:mod:`.liveness`, which reads getWebhookInfo the same way) and asks the
+watchdog to :meth:`~WebhookWatchdog.reregister`: setWebhook again, DEGRADED
+until an update reaches the webhook or Telegram holds none.
 """
 
 from __future__ import annotations
@@ -57,24 +63,69 @@ class WebhookWatchdog:
         self._reached_at = time.time()
         """Wall-clock time of our start, later of the last update that reached the webhook."""
         self._failing = False
+        self._awaiting_flow = False
+        """After :meth:`reregister`: recovered only by an update reaching us or none waiting, not by a quiet check."""
         self._task: asyncio.Task[None] | None = None
+        self._reregistering: asyncio.Task[None] | None = None
+
+    @property
+    def url(self) -> str:
+        """The webhook URL we register."""
+        return self._registration.url
 
     def start(self) -> None:
         self._reached_at = time.time()
         self._task = asyncio.create_task(self._run(), name="telegram-webhook-watchdog")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            task, self._task = self._task, None
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        for task in (self._task, self._reregistering):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._reregistering = None
+
+    def reregister(self, reason: str) -> None:
+        """Register our webhook with Telegram again, in the background (a probe found Telegram not calling it):
+        DEGRADED with ``reason`` until an update reaches the webhook or Telegram holds none."""
+        self._failing = self._awaiting_flow = True
+        self._report(AdapterState.DEGRADED, f"{reason}; registering the webhook {self.url} again")
+        if self._reregistering is None or self._reregistering.done():
+            self._reregistering = asyncio.create_task(self._reregister(reason), name="telegram-webhook-reregister")
+
+    async def _reregister(self, reason: str) -> None:
+        problem = await self._set_ours()
+        if problem is not None:
+            log.error("telegram.webhook.reregister_failed", ours=self.url, reason=reason, error=problem)
+            self._report(AdapterState.DEGRADED, f"{reason}; registering the webhook {self.url} again failed "
+                         f"({problem}); the next failed probe tries again")  # fmt: skip
+            return
+        log.warning("telegram.webhook.reregistered", ours=self.url, reason=reason,
+                    hint="Telegram held updates it did not deliver; health says degraded until they arrive")  # fmt: skip
+        if self._failing:
+            self._report(AdapterState.DEGRADED, f"{reason}; webhook {self.url} registered again, waiting for "
+                         "Telegram to deliver")  # fmt: skip
 
     def note_delivery(self) -> None:
         """An update from Telegram reached the webhook: delivery works right now."""
         self._reached_at = time.time()
         if self._failing:
             self._recover("an update reached the webhook")
+
+    def delivery_failing(self, info: WebhookInfo) -> bool:
+        """Telegram reports a delivery error newer than our start and the last update that reached us, with
+        updates waiting."""
+        if not info.pending_update_count or info.last_error_date is None:
+            return False
+        # Telegram gives whole seconds; only an error after the second of our start or last update counts.
+        return _unix(info.last_error_date) > math.floor(self._reached_at)
+
+    def failure_detail(self, info: WebhookInfo) -> str:
+        """What a failing delivery (:meth:`delivery_failing`) means and where to look."""
+        message = info.last_error_message or "no error message given"
+        return (f"Telegram cannot deliver updates to the webhook {self.url}: {message} "
+                f"({info.pending_update_count} update(s) waiting); check that this URL, its TLS certificate "
+                f"and any proxy in front of it reach the webhook server on {self._listen}")  # fmt: skip
 
     async def _run(self) -> None:
         while True:
@@ -95,22 +146,15 @@ class WebhookWatchdog:
         if info.url != ours:
             await self._register_again(info.url)
             return
-        if self._delivery_failing(info):
+        if self.delivery_failing(info):
             self._fail(info)
-        elif self._failing:
-            self._recover("Telegram reports no fresh delivery error")
-
-    def _delivery_failing(self, info: WebhookInfo) -> bool:
-        if not info.pending_update_count or info.last_error_date is None:
-            return False
-        # Telegram gives whole seconds; only an error after the second of our start or last update counts.
-        return _unix(info.last_error_date) > math.floor(self._reached_at)
+        elif self._failing and not (self._awaiting_flow and info.pending_update_count):
+            self._recover("Telegram reports no fresh delivery error" if not self._awaiting_flow
+                          else "Telegram holds no update for the webhook")  # fmt: skip
 
     def _fail(self, info: WebhookInfo) -> None:
         message = info.last_error_message or "no error message given"
-        detail = (f"Telegram cannot deliver updates to the webhook {self._registration.url}: {message} "
-                  f"({info.pending_update_count} update(s) waiting); check that this URL, its TLS certificate "
-                  f"and any proxy in front of it reach the webhook server on {self._listen}")  # fmt: skip
+        detail = self.failure_detail(info)
         if not self._failing:
             self._failing = True
             log.warning("telegram.webhook.failing", url=self._registration.url, telegram=message,
@@ -119,24 +163,31 @@ class WebhookWatchdog:
         self._report(AdapterState.DEGRADED, detail)
 
     def _recover(self, why: str) -> None:
-        self._failing = False
+        self._failing = self._awaiting_flow = False
         log.info("telegram.webhook.recovered", reason=why)
         self._report(AdapterState.RUNNING, self.running_detail)
 
-    async def _register_again(self, found: str) -> None:
-        ours = self._registration.url
+    async def _set_ours(self) -> str | None:
+        """setWebhook with our registration; what went wrong, or None."""
         try:
             await self._bot(self._registration, request_timeout=CALL_TIMEOUT)
         except (TelegramAPIError, ClientDecodeError) as error:
-            log.error("telegram.webhook.reregister_failed", found=found or None, ours=ours, error=str(error))
-            self._report(AdapterState.DEGRADED, f"Telegram has {_described(found)} registered instead of our "
-                         f"webhook {ours}, and setting ours again failed ({error}); retrying in {self.interval:g} s")
+            return str(error)
+        return None
+
+    async def _register_again(self, found: str) -> None:
+        ours = self._registration.url
+        problem = await self._set_ours()
+        if problem is not None:
+            log.error("telegram.webhook.reregister_failed", found=found or None, ours=ours, error=problem)
+            self._report(AdapterState.DEGRADED, f"Telegram has {described(found)} registered instead of our "
+                         f"webhook {ours}, and setting ours again failed ({problem}); retrying in {self.interval:g} s")
             return
         log.warning("telegram.webhook.reregistered", found=found or None, ours=ours,
                     hint="another client changed or deleted this bot's webhook; if a second instance uses the "
                     "same token, stop it or give it its own token")  # fmt: skip
         self._reached_at = time.time()
-        self._failing = False
+        self._failing = self._awaiting_flow = False
         self._report(AdapterState.RUNNING, self.running_detail)
 
 
@@ -145,5 +196,6 @@ def _unix(value: Any) -> float:
     return float(value.timestamp()) if hasattr(value, "timestamp") else float(value)
 
 
-def _described(url: str) -> str:
+def described(url: str) -> str:
+    """A registered webhook URL in words (empty: none is registered)."""
     return f"the webhook {url}" if url else "no webhook"

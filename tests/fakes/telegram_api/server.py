@@ -19,6 +19,9 @@ The test side (see :mod:`.users` for injecting user messages):
 * :attr:`TelegramAPI.conflict` - answer ``getUpdates`` with 409, as when a
   second instance polls the same token; :meth:`TelegramAPI.stall` - hold
   ``getUpdates`` requests open without answering until :meth:`unstall`.
+* :meth:`TelegramAPI.deafen` - a connection that looks healthy but hears nothing: ``getUpdates``
+  answers (after its long poll) as if no update waited, while updates pile up and getWebhookInfo
+  counts them, until the poller comes back on a new connection or :meth:`TelegramAPI.undeafen`.
 * :attr:`TelegramAPI.commands` - the command menu per scope type, as ``setMyCommands`` set it.
 * Drafts (``sendMessageDraft``, private chats only): :attr:`TelegramAPI.drafts`;
   :attr:`TelegramAPI.drafts_available` False answers 404 "method not found", as an older
@@ -104,6 +107,10 @@ class TelegramAPI(MediaSide, WebhookSide):
         self.answered: list[Call] = []
         self.actions: list[tuple[int, str, int | None]] = []
         self.conflict = False
+        self.deaf = False
+        """True while :meth:`deafen` holds (see there)."""
+        self._deaf_connection: int | None = None
+        self._deaf_stays = False
         self.commands: dict[str, list[tuple[str, str]]] = {}
         """Per scope type (``all_private_chats``, ``all_group_chats``, ``default``...): (command, description) pairs."""
         self.blocked: set[int] = set()
@@ -167,6 +174,19 @@ class TelegramAPI(MediaSide, WebhookSide):
     def stall(self) -> None:
         self._unstalled.clear()
 
+    def deafen(self, *, until_undeafened: bool = False) -> None:
+        """From now on ``getUpdates`` on the poller's current connection answers empty (after its timeout)
+        while updates wait; a ``getUpdates`` on another connection (the poller reconnected) ends it, unless
+        ``until_undeafened`` (the fault is Telegram's: only :meth:`undeafen` ends it)."""
+        polls = self.calls_to("getUpdates")
+        self.deaf, self._deaf_connection = True, polls[-1].client_port if polls else None
+        self._deaf_stays = until_undeafened
+
+    async def undeafen(self) -> None:
+        async with self.changed:
+            self.deaf = False
+            self.changed.notify_all()
+
     def unstall(self) -> None:
         self._unstalled.set()
 
@@ -198,8 +218,7 @@ class TelegramAPI(MediaSide, WebhookSide):
         method = request.match_info["method"]
         params = await read_params(request)
         async with self.changed:
-            peer = request.transport.get_extra_info("peername") if request.transport else None
-            call = Call(method, params, time.monotonic(), peer[1] if peer else 0)
+            call = Call(method, params, time.monotonic(), _client_port(request))
             self.calls.append(call)
             self.changed.notify_all()
         response = await self._answer(request, method, params)
@@ -225,6 +244,8 @@ class TelegramAPI(MediaSide, WebhookSide):
         handler = getattr(self, f"_api_{method.lower()}", None)
         if handler is None or (method.lower() == "sendmessagedraft" and not self.drafts_available):
             return error(404, "Not Found: method not found")
+        if method.lower() == "getupdates":
+            return await self._api_getupdates(params, _client_port(request))
         if self.flood is not None and method.lower() in COUNTED:
             retry_after = self.flood.admit(as_int(params.get("chat_id")) or 0, time.monotonic())
             if retry_after is not None:
@@ -235,7 +256,7 @@ class TelegramAPI(MediaSide, WebhookSide):
         return ok({**self.bot.to_json(), "can_join_groups": True, "can_read_all_group_messages": False,
                    "supports_inline_queries": False})  # fmt: skip
 
-    async def _api_getupdates(self, params: dict[str, Any]) -> web.Response:
+    async def _api_getupdates(self, params: dict[str, Any], connection: int = 0) -> web.Response:
         if self.conflict:
             return error(409, CONFLICT_POLLING)
         if self.webhook is not None:
@@ -247,15 +268,20 @@ class TelegramAPI(MediaSide, WebhookSide):
             if offset is not None:
                 self.acknowledge_below(offset)
         await self._unstalled.wait()
+        if self.deaf and self._deaf_connection is None:
+            self._deaf_connection = connection
+        elif self.deaf and connection != self._deaf_connection and not self._deaf_stays:
+            self.deaf = False  # the poller came back on a new connection, which hears again
         async with self.changed:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
-                    self.changed.wait_for(lambda: bool(self.updates) or self._current_poll != mine or self._closing),
+                    self.changed.wait_for(lambda: (bool(self.updates) and not self.deaf) or self._current_poll != mine
+                                          or self._closing),
                     timeout,
-                )
+                )  # fmt: skip
             if self._current_poll != mine:
                 return error(409, CONFLICT_POLLING)
-            return ok(list(self.updates[:limit]))
+            return ok([] if self.deaf else list(self.updates[:limit]))
 
     async def _api_setmycommands(self, params: dict[str, Any]) -> web.Response:
         commands, scope = as_json(params.get("commands")), as_json(params.get("scope")) or {"type": "default"}
@@ -370,6 +396,12 @@ class TelegramAPI(MediaSide, WebhookSide):
         if message.thread_id is not None:
             data.update(message_thread_id=message.thread_id, is_topic_message=True)
         return data
+
+
+def _client_port(request: web.Request) -> int:
+    """The caller's TCP port (a new one means a new connection), 0 where unknown."""
+    peer = request.transport.get_extra_info("peername") if request.transport else None
+    return int(peer[1]) if peer else 0
 
 
 def _appearance(text: str, parse_mode: str | None, visible: str) -> tuple[str, str]:

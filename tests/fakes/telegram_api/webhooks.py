@@ -8,6 +8,9 @@ the way getWebhookInfo reports it (``last_error_date`` in Unix seconds and
 * :attr:`WebhookSide.webhook_unreachable` - a message such as ``"Connection
   refused"``: deliveries fail with it without reaching the bot (a proxy down,
   a wrong DNS name, a TLS problem).
+* :attr:`WebhookSide.webhook_stopped` - Telegram stops calling the webhook without any error:
+  updates pile up as pending (getWebhookInfo counts them, with no error), until setWebhook
+  registers the webhook again.
 * :attr:`WebhookSide.webhook_info` - fields that override what getWebhookInfo
   answers (``url``, ``pending_update_count``, ``last_error_date``,
   ``last_error_message``), for states the delivery loop does not produce.
@@ -38,6 +41,7 @@ class WebhookSide(UserSide):
         self.webhook_deliveries: list[tuple[int, int]] = []
         """(update_id, HTTP status) for every webhook POST made (status 0: no HTTP answer)."""
         self.webhook_unreachable: str | None = None
+        self.webhook_stopped = False
         self.webhook_info: dict[str, Any] = {}
         self.last_webhook_error: tuple[int, str] | None = None
         """(Unix time, message) of the most recent failed delivery, as getWebhookInfo reports it."""
@@ -63,6 +67,7 @@ class WebhookSide(UserSide):
         async with self.changed:
             self.webhook = {"url": params["url"], "secret_token": params.get("secret_token"),
                             "allowed_updates": as_json(params.get("allowed_updates"))}  # fmt: skip
+            self.webhook_stopped = False
             if as_bool(params.get("drop_pending_updates")):
                 self.updates.clear()
             self.changed.notify_all()
@@ -82,7 +87,8 @@ class WebhookSide(UserSide):
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
             while True:
                 async with self.changed:
-                    await self.changed.wait_for(lambda: self.webhook is not None and bool(self.updates))
+                    await self.changed.wait_for(lambda: self.webhook is not None and bool(self.updates)
+                                                and not self.webhook_stopped)  # fmt: skip
                     hook, update = dict(self.webhook or {}), self.updates[0]
                 status, problem = await self._deliver(session, hook, update)
                 async with self.changed:
