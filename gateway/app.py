@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import structlog
@@ -30,6 +31,7 @@ from adapters.http_listener import ListenError, ListenerLimits
 from agent import Agent
 from config.loader import LoadedConfig
 from gateway.inbound.access import AccessControl
+from gateway.inbound.catch_up import CatchUp
 from gateway.commands.handlers import CommandHandlers
 from gateway.turn.conversations import Conversations
 from gateway.operations.database_health import DatabaseHealth
@@ -38,6 +40,7 @@ from gateway.delivery.outbox import Delivery
 from gateway.delivery.policy import DeliveryPolicy
 from gateway.delivery.streaming import close_orphaned_streams
 from gateway.operations.health import HealthServer
+from gateway.operations.liveness import LivenessMonitor
 from gateway.inbound.ledger import InboundLedger, Outcome
 from gateway.inbound.intake import Intake
 from gateway.inbound.lanes import Lanes
@@ -148,6 +151,15 @@ class Gateway:
             store=store, access=access, pairing=pairing, lanes=self.lanes, commands=commands, delivery=self.delivery,
             ledger=self._ledger, tracker=self._tasks, metrics=self.metrics,
             group_per_user=settings.sessions.group_per_user, bot_username=self._bot_username,
+            heard=lambda message: self.liveness.heard(message),
+        )  # fmt: skip
+        self.catch_up = CatchUp(
+            store=store, adapters=self._by_platform, intake=self.intake, ledger=self._ledger, delivery=self.delivery,
+            metrics=self.metrics, settings=settings.catch_up, clock=time.time,
+        )  # fmt: skip
+        self.liveness = LivenessMonitor(
+            self._adapters, settings.liveness, self.metrics, points=self.catch_up.points, catch_up=self.catch_up.request,
+            watched_chats={platform: policy.allowed_chats for platform, policy in access.policies.items()},
         )  # fmt: skip
 
     async def _turn_stopped(self, lane: str, batch: list[InboundMessage]) -> None:
@@ -186,6 +198,7 @@ class Gateway:
         await self.delivery.resume(spawn=self._tasks.spawn)
         await self.intake.replay(await self._replayable(unfinished))
         self.intake.open()
+        self.liveness.start()
         self._housekeeping = asyncio.create_task(self._keep_house(), name="housekeeping")
         log.info(
             "gateway.started", version=version(), adapters=running, of=len(self._adapters),
@@ -210,6 +223,7 @@ class Gateway:
         return messages
 
     async def _start_adapter(self, adapter: Adapter) -> bool:
+        adapter.on_gap = partial(self.liveness.gap, adapter.platform)
         try:
             await adapter.start(self.intake)
         except ListenError:
@@ -250,7 +264,10 @@ class Gateway:
     async def snapshot(self) -> dict[str, Any]:
         """The /health body."""
         now = time.time()
-        adapters = {adapter.platform: adapter.status().to_dict(now) for adapter in self._adapters}
+        adapters = {
+            adapter.platform: adapter.status().to_dict(now) | self.liveness.health(adapter.platform, now)
+            for adapter in self._adapters
+        }
         database = self.database.to_dict(await self._probe_database())
         running = [a for a in adapters.values() if a["state"] == AdapterState.RUNNING.value]
         healthy = database["ok"] and not self._stopping and len(running) == len(adapters) and bool(adapters)
@@ -284,6 +301,8 @@ class Gateway:
         if self._housekeeping is not None:
             self._housekeeping.cancel()
             await asyncio.gather(self._housekeeping, return_exceptions=True)
+        await self.liveness.stop()
+        await self.catch_up.close()
         for adapter in self._adapters:
             await self._quietly(adapter.stop_intake(), "adapter.stop_intake_failed", adapter.platform)
         drained = await self._tasks.drain(drain_timeout)
