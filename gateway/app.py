@@ -6,11 +6,12 @@ start and stop.
 Start: build the agent; move aside the global memory files of earlier versions
 (``gateway.turn.memory_scope.move_global_memory``); remember the inbox events a previous run left
 unfinished; start the adapters (one failing never stops the others, but a port that is taken
-stops the whole start); send
+stops the whole start), each told whom to report a gap in its connection to; send
 what the outbox still holds; queue the unfinished events in arrival order;
-then let new messages through.
+then let new messages through and start watching the connections for silence
+(``gateway/operations/liveness.py``; a gap or a failed probe catches up: ``gateway/inbound/catch_up.py``).
 
-Stop: stop intake on every adapter; let running turns finish within the
+Stop: stop the liveness monitor and any catch-up; stop intake on every adapter; let running turns finish within the
 drain timeout (what does not finish is resumed on the next start, as are turns
 that were waiting for a failing database: ``gateway/turn/retry.py``); flush the
 outbox; close adapters, /health and storage.
@@ -151,7 +152,7 @@ class Gateway:
             store=store, access=access, pairing=pairing, lanes=self.lanes, commands=commands, delivery=self.delivery,
             ledger=self._ledger, tracker=self._tasks, metrics=self.metrics,
             group_per_user=settings.sessions.group_per_user, bot_username=self._bot_username,
-            heard=lambda message: self.liveness.heard(message),
+            heard=lambda message: self.liveness.heard(message),  # the monitor is made below: it needs intake
         )  # fmt: skip
         self.catch_up = CatchUp(
             store=store, adapters=self._by_platform, intake=self.intake, ledger=self._ledger, delivery=self.delivery,

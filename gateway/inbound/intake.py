@@ -14,7 +14,9 @@ In order, each step with a reason in the log:
 Every way out of steps 2 - 5 settles the event (``gateway/inbound/ledger.py``): ignored,
 or handled as a command; a queued message is settled by its turn. Messages accepted
 before a restart but never settled go through steps 2 - 6 again, in arrival order, in
-:meth:`Intake.replay` before new ones are let through.
+:meth:`Intake.replay` before new ones are let through. Messages read back after a reconnect
+(``gateway/inbound/catch_up.py``) come in the same way; those sent too long ago to answer only
+pass steps 1, 2 and 4 (:meth:`Intake.accept_unanswered`).
 """
 
 from __future__ import annotations
