@@ -9,7 +9,7 @@ stored and fails with ``missed`` when it finds some; ``reconnect`` marks it degr
 the test holds it) comes back running with its hearing restored; ``catch_up`` returns the history
 after each point's message, oldest first, with the event ids live delivery uses. What the test
 wants to see differently it sets: ``probe_hangs``, ``probe_result``, ``can_reconnect``,
-``catch_up_gate``.
+``hold_reconnect``, ``catch_up_gate``, ``catch_up_error``, ``ignore_after``.
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ class ListeningAdapter(LoopbackAdapter):
         self.catch_ups: list[tuple[Sequence[CatchUpPoint], CatchUpWindow]] = []
         self.catch_up_gate: asyncio.Event | None = None
         """Set: a catch-up waits for it before answering (a slow history API)."""
+        self.catch_up_error: Exception | None = None
+        """Raised by the next catch-up (the history API failing), once."""
         self.ignore_after = False
         """True: a catch-up returns the whole window, messages the gateway has among them."""
 
@@ -108,5 +110,8 @@ class ListeningAdapter(LoopbackAdapter):
         self.catch_ups.append((points, window))
         if self.catch_up_gate is not None:
             await self.catch_up_gate.wait()
+        if self.catch_up_error is not None:
+            error, self.catch_up_error = self.catch_up_error, None
+            raise error
         found = [m for point in points for m in self._after(point, window.since)[-window.per_chat:]]
         return sorted(found, key=lambda m: int(m.message_id or 0))[-window.total:]

@@ -130,6 +130,44 @@ async def test_messages_too_old_to_answer_are_stored_and_their_chat_gets_one_not
     assert len(adapter.texts()) == 2 + len(note)
 
 
+async def test_an_old_message_from_someone_the_bot_does_not_answer_is_ignored_and_not_noted(
+    start_gateway: GatewayFactory,
+) -> None:
+    adapter = ListeningAdapter()
+    policy = AccessPolicy(allowed_users=frozenset({"user-1"}), require_mention=False)
+    running = await start_gateway(NO_PROBES, adapter=adapter, policy=policy)
+    now = time.time()
+    await adapter.say("hello all", chat_id="room", chat_type=ChatType.GROUP, sent_at=now - 3 * 3600)
+    await settled(running.store)
+    adapter.deaf = True
+    await adapter.say("let me in", chat_id="room", chat_type=ChatType.GROUP, user_id="stranger", sent_at=now - 3600)
+    with capture_logs() as logs:
+        adapter._report_gap("a new session instead of a resumed one")
+        await eventually(lambda: events(logs, "adapter.catchup"), "the catch-up to be logged")
+        await settled(running.store)
+
+    (logged,) = events(logs, "adapter.catchup")
+    assert (logged["found"], logged["new"], logged["old"]) == (1, 1, 1)
+    assert len(adapter.texts()) == 1  # the answer to "hello all"; no note: the stranger would not have been answered anyway
+    assert [e["reason"] for e in events(logs, "inbound.ignored")] == ["user stranger is not allowed"]
+
+
+async def test_a_catch_up_the_platform_fails_is_logged_and_the_next_gap_tries_again(start_gateway: GatewayFactory) -> None:
+    adapter = ListeningAdapter()
+    running = await start_gateway(NO_PROBES, adapter=adapter)
+    await adapter.say("hello")
+    await settled(running.store)
+    adapter.deaf = True
+    await adapter.say("missed once")
+    adapter.catch_up_error = RuntimeError("503 Service Unavailable")
+    with capture_logs() as logs:
+        adapter._report_gap("first gap")
+        await eventually(lambda: events(logs, "adapter.catchup_failed"), "the failed catch-up to be logged")
+        adapter._report_gap("second gap")
+        await eventually(lambda: "ok: missed once" in adapter.texts(), "the missed message to be answered")
+    assert "503 Service Unavailable" in events(logs, "adapter.catchup_failed")[0]["error"]
+
+
 async def test_a_gap_reported_during_a_catch_up_queues_one_more_run(start_gateway: GatewayFactory) -> None:
     adapter = ListeningAdapter()
     running = await start_gateway(NO_PROBES, adapter=adapter)
