@@ -6,11 +6,12 @@ start and stop.
 Start: build the agent; move aside the global memory files of earlier versions
 (``gateway.turn.memory_scope.move_global_memory``); remember the inbox events a previous run left
 unfinished; start the adapters (one failing never stops the others, but a port that is taken
-stops the whole start); send
+stops the whole start), each told whom to report a gap in its connection to; send
 what the outbox still holds; queue the unfinished events in arrival order;
-then let new messages through.
+then let new messages through and start watching the connections for silence
+(``gateway/operations/liveness.py``; a gap or a failed probe catches up: ``gateway/inbound/catch_up.py``).
 
-Stop: stop intake on every adapter; let running turns finish within the
+Stop: stop the liveness monitor and any catch-up; stop intake on every adapter; let running turns finish within the
 drain timeout (what does not finish is resumed on the next start, as are turns
 that were waiting for a failing database: ``gateway/turn/retry.py``); flush the
 outbox; close adapters, /health and storage.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import structlog
@@ -30,6 +32,7 @@ from adapters.http_listener import ListenError, ListenerLimits
 from agent import Agent
 from config.loader import LoadedConfig
 from gateway.inbound.access import AccessControl
+from gateway.inbound.catch_up import CatchUp
 from gateway.commands.handlers import CommandHandlers
 from gateway.turn.conversations import Conversations
 from gateway.operations.database_health import DatabaseHealth
@@ -38,6 +41,7 @@ from gateway.delivery.outbox import Delivery
 from gateway.delivery.policy import DeliveryPolicy
 from gateway.delivery.streaming import close_orphaned_streams
 from gateway.operations.health import HealthServer
+from gateway.operations.liveness import LivenessMonitor
 from gateway.inbound.ledger import InboundLedger, Outcome
 from gateway.inbound.intake import Intake
 from gateway.inbound.lanes import Lanes
@@ -148,6 +152,15 @@ class Gateway:
             store=store, access=access, pairing=pairing, lanes=self.lanes, commands=commands, delivery=self.delivery,
             ledger=self._ledger, tracker=self._tasks, metrics=self.metrics,
             group_per_user=settings.sessions.group_per_user, bot_username=self._bot_username,
+            heard=lambda message: self.liveness.heard(message),  # the monitor is made below: it needs intake
+        )  # fmt: skip
+        self.catch_up = CatchUp(
+            store=store, adapters=self._by_platform, intake=self.intake, ledger=self._ledger, delivery=self.delivery,
+            metrics=self.metrics, settings=settings.catch_up, clock=time.time,
+        )  # fmt: skip
+        self.liveness = LivenessMonitor(
+            self._adapters, settings.liveness, self.metrics, points=self.catch_up.points, catch_up=self.catch_up.request,
+            watched_chats={platform: policy.allowed_chats for platform, policy in access.policies.items()},
         )  # fmt: skip
 
     async def _turn_stopped(self, lane: str, batch: list[InboundMessage]) -> None:
@@ -186,6 +199,7 @@ class Gateway:
         await self.delivery.resume(spawn=self._tasks.spawn)
         await self.intake.replay(await self._replayable(unfinished))
         self.intake.open()
+        self.liveness.start()
         self._housekeeping = asyncio.create_task(self._keep_house(), name="housekeeping")
         log.info(
             "gateway.started", version=version(), adapters=running, of=len(self._adapters),
@@ -210,6 +224,7 @@ class Gateway:
         return messages
 
     async def _start_adapter(self, adapter: Adapter) -> bool:
+        adapter.on_gap = partial(self.liveness.gap, adapter.platform)
         try:
             await adapter.start(self.intake)
         except ListenError:
@@ -250,7 +265,10 @@ class Gateway:
     async def snapshot(self) -> dict[str, Any]:
         """The /health body."""
         now = time.time()
-        adapters = {adapter.platform: adapter.status().to_dict(now) for adapter in self._adapters}
+        adapters = {
+            adapter.platform: adapter.status().to_dict(now) | self.liveness.health(adapter.platform, now)
+            for adapter in self._adapters
+        }
         database = self.database.to_dict(await self._probe_database())
         running = [a for a in adapters.values() if a["state"] == AdapterState.RUNNING.value]
         healthy = database["ok"] and not self._stopping and len(running) == len(adapters) and bool(adapters)
@@ -284,6 +302,8 @@ class Gateway:
         if self._housekeeping is not None:
             self._housekeeping.cancel()
             await asyncio.gather(self._housekeeping, return_exceptions=True)
+        await self.liveness.stop()
+        await self.catch_up.close()
         for adapter in self._adapters:
             await self._quietly(adapter.stop_intake(), "adapter.stop_intake_failed", adapter.platform)
         drained = await self._tasks.drain(drain_timeout)

@@ -32,6 +32,7 @@ from storage.errors import (
 )
 from storage.faults import FaultSeam
 from storage.ids import new_session_id
+from storage.last_heard import LastHeard
 from storage.ledger import TurnEnd
 from storage.lineage import END_COMPRESSION
 from storage.media import MediaFolder, media_files
@@ -62,6 +63,7 @@ __all__ = [
     "FaultSeam",
     "InboxRecord",
     "InvalidTitleError",
+    "LastHeard",
     "MAX_SEARCH_HITS",
     "MediaFolder",
     "MergePolicy",

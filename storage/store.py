@@ -30,6 +30,7 @@ from storage import inbox, ledger, lineage, messages, outbox, outbox_live, sessi
 from storage.engine.bulk import BulkWrite
 from storage.errors import SessionNotFoundError
 from storage.ids import new_session_id
+from storage.last_heard import LastHeard, last_heard
 from storage.lifecycle import StoreLifecycle
 from storage.records import (
     InboxRecord,
@@ -279,6 +280,11 @@ class Store(StoreLifecycle):
     async def inbox_unfinished(self) -> list[InboxRecord]:
         """Accepted events not yet done, oldest first (to resume after a restart)."""
         return await self._read(inbox.unfinished)
+
+    async def last_heard(self, platform: str, *, limit: int = 200) -> list[LastHeard]:
+        """The chats of ``platform`` with an open session, the most recently active first, each with the last
+        message the inbox holds from it (``storage/last_heard.py``): where a catch-up reads from."""
+        return await self._read(partial(last_heard, platform=platform, limit=limit))
 
     async def inbox_prune(self, older_than: float) -> int:
         """Forget finished events done before ``older_than`` (epoch seconds); returns how many."""

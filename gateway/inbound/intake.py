@@ -14,7 +14,9 @@ In order, each step with a reason in the log:
 Every way out of steps 2 - 5 settles the event (``gateway/inbound/ledger.py``): ignored,
 or handled as a command; a queued message is settled by its turn. Messages accepted
 before a restart but never settled go through steps 2 - 6 again, in arrival order, in
-:meth:`Intake.replay` before new ones are let through.
+:meth:`Intake.replay` before new ones are let through. Messages read back after a reconnect
+(``gateway/inbound/catch_up.py``) come in the same way; those sent too long ago to answer only
+pass steps 1, 2 and 4 (:meth:`Intake.accept_unanswered`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Callable, Sequence
 import structlog
 
 from adapters.contract import InboundMessage
-from gateway.inbound.access import AccessControl, Verdict
+from gateway.inbound.access import AccessControl, Decision, Verdict
 from gateway.commands.handlers import CommandHandlers
 from gateway.commands.parsing import Command, for_another_bot, parse_command
 from gateway.delivery.outbox import Delivery
@@ -56,7 +58,10 @@ class Intake:
         metrics: Metrics,
         group_per_user: bool,
         bot_username: Callable[[str], str | None] = lambda platform: None,
+        heard: Callable[[InboundMessage], None] = lambda message: None,
     ) -> None:
+        """``heard``: told of every message an adapter hands over, before anything else (the liveness
+        monitor's record of when each chat was last heard from)."""
         self._store = store
         self._access = access
         self._pairing = pairing
@@ -68,6 +73,7 @@ class Intake:
         self._metrics = metrics
         self._group_per_user = group_per_user
         self._bot_username = bot_username
+        self._heard = heard
         self._open = asyncio.Event()
 
     def open(self) -> None:
@@ -89,13 +95,42 @@ class Intake:
 
     async def __call__(self, message: InboundMessage) -> None:
         """Accept one message from an adapter. Returns once it is durably recorded (or refused)."""
+        await self.accept(message)
+
+    async def accept(self, message: InboundMessage) -> bool:
+        """:meth:`__call__`, saying whether the message was new (False: seen before, skipped)."""
         key = session_key_for(message, group_per_user=self._group_per_user)
-        if not await self._store.inbox_accept(message.platform, message.event_id, str(key), message.to_dict()):
-            self._metrics.duplicates.inc(message.platform)
-            log.info("inbound.duplicate", platform=message.platform, chat=message.chat_id, user=message.user_id,
-                     event_id=message.event_id)  # fmt: skip
-            return
+        if not await self._record(message, key):
+            return False
         await self._route(message, key, replay=False)
+        return True
+
+    async def accept_unanswered(self, message: InboundMessage) -> bool | None:
+        """Record a message that is not to be answered (read back after a reconnect, sent too long ago): no
+        turn, no command. None: seen before. False: it would have been ignored anyway (settled so here). True:
+        it came from a place and a person the bot answers; the caller settles it (``too_old``), with a note
+        to its chat if it likes (until then a restart would answer it, as any unsettled event)."""
+        key = session_key_for(message, group_per_user=self._group_per_user)
+        if not await self._record(message, key):
+            return None
+        fields = {"platform": message.platform, "chat": message.chat_id, "user": message.user_id, "event_id": message.event_id}
+        place = self._access.where(message)
+        person = await self._person(message) if place.allowed else place
+        if not person.allowed:
+            await self._ignore(message, person.reason, fields)
+            return False
+        log.info("inbound.too_old", session_key=str(key), sent_at=round(message.timestamp, 1), **fields)
+        return True
+
+    async def _record(self, message: InboundMessage, key: SessionKey) -> bool:
+        """Step 1: the durable inbox; False (logged, counted) for an event recorded before."""
+        self._heard(message)
+        if await self._store.inbox_accept(message.platform, message.event_id, str(key), message.to_dict()):
+            return True
+        self._metrics.duplicates.inc(message.platform)
+        log.info("inbound.duplicate", platform=message.platform, chat=message.chat_id, user=message.user_id,
+                 event_id=message.event_id)  # fmt: skip
+        return False
 
     async def _route(self, message: InboundMessage, key: SessionKey, *, replay: bool) -> None:
         """Steps 2 to 6 for a recorded message: ignore it, offer pairing, answer a command, or queue a turn."""
@@ -112,11 +147,7 @@ class Intake:
         if command is not None and command.name == "whoami":
             self._spawn_command(command, message, key)
             return
-        person = self._access.who(message, approved=False)
-        if not person.allowed:
-            # Only a user the config does not let in needs the database's pairing approvals.
-            approved = await self._pairing.is_approved(message.platform, message.user_id)
-            person = self._access.who(message, approved=approved)
+        person = await self._person(message)
         if person.verdict is Verdict.PAIR:
             self._tracker.spawn(self._offer_pairing(message), name=f"pairing:{message.platform}:{message.user_id}")
             return
@@ -132,6 +163,14 @@ class Intake:
         self._lanes.submit(str(key), message)
         log.info("inbound.replayed_message" if replay else "inbound.accepted", session_key=str(key), chars=len(message.text), attachments=len(message.attachments),
                  turn=short_turn_id(turn_id_for(message.platform, message.event_id)), **fields)  # the turn it starts, or joins (fmt: skip)
+
+    async def _person(self, message: InboundMessage) -> Decision:
+        person = self._access.who(message, approved=False)
+        if person.allowed:
+            return person
+        # Only a user the config does not let in needs the database's pairing approvals.
+        approved = await self._pairing.is_approved(message.platform, message.user_id)
+        return self._access.who(message, approved=approved)
 
     async def _ignore(self, message: InboundMessage, reason: str, fields: dict[str, str]) -> None:
         self._metrics.ignored.inc(message.platform, _reason_label(reason))

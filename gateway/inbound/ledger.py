@@ -9,7 +9,9 @@ it stays unfinished, and a restart routes it again, until it is settled here, ex
   another bot's command, an unknown user, who may get a pairing code);
 * ``stopped``: its turn was stopped (``/stop``, ``/new``, or a newer message with ``busy: interrupt``);
 * ``given_up``: it cannot be answered: its turn kept breaking (the apology answers it), or
-  the stored event no longer reads as a message.
+  the stored event no longer reads as a message;
+* ``too_old``: it was read back after a reconnect (``gateway/inbound/catch_up.py``) but sent too
+  long ago to answer now (its chat gets one note about such messages, or nothing).
 
 An outcome that comes with a reply is one commit (:meth:`storage.Store.finish_turn`): the
 reply's chunks in the outbox, the turn's final messages and usage, and the events marked
@@ -44,6 +46,7 @@ class Outcome(enum.Enum):
     IGNORED = "ignored"
     STOPPED = "stopped"
     GIVEN_UP = "given_up"
+    TOO_OLD = "too_old"
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,7 +123,7 @@ class Metrics(Collector):
         self.ignored = Count("switchboard_inbound_ignored_total", "Inbound messages not answered, by reason", ["platform", "reason"])
         self.settled = Count(
             "switchboard_inbound_settled_total",
-            "Inbound messages finished: answered, command, ignored, stopped, given_up",
+            "Inbound messages finished: answered, command, ignored, stopped, given_up, too_old",
             ["platform", "outcome"],
         )
         self.duplicates = Count(

@@ -98,7 +98,8 @@ def test_a_failing_adapter_is_reported_and_the_others_keep_running(tmp_path: Pat
         assert status == 503
         assert body["status"] == "degraded"
         assert body["adapters"]["loopback"]["state"] == "running"
-        assert body["adapters"]["broken"] == {"state": "failed", "detail": "token rejected", "seconds_since_inbound": None}
+        assert body["adapters"]["broken"] == {"state": "failed", "detail": "token rejected", "seconds_since_inbound": None,
+                                              "probe": None, "chats": {}}  # never probed: it never ran
     finally:
         code, _ = stop(process, signal.SIGTERM)
     assert code == 0
