@@ -186,10 +186,8 @@ class Gateway:
         await asyncio.to_thread(move_global_memory, self._agent.memories.root, self._clock)
         await self._health.start()
         unfinished = await self._store.inbox_unfinished()
-        running = 0
-        for adapter in self._adapters:
-            if await self._start_adapter(adapter):
-                running += 1
+        started = [adapter for adapter in self._adapters if await self._start_adapter(adapter)]
+        running = len(started)
         # Streamed messages a crash left whose turn will not run again end with the interrupted mark
         # (their turns that do run again take their messages over): pending edits, sent just below.
         await close_orphaned_streams(self._store, self._by_platform,
@@ -200,6 +198,8 @@ class Gateway:
         await self.intake.replay(await self._replayable(unfinished))
         self.intake.open()
         self.liveness.start()
+        for adapter in started:  # what was sent while the gateway was stopped, where the platform did not keep it
+            self.catch_up.request_when_running(adapter.platform, "the gateway started")
         self._housekeeping = asyncio.create_task(self._keep_house(), name="housekeeping")
         log.info(
             "gateway.started", version=version(), adapters=running, of=len(self._adapters),

@@ -17,6 +17,10 @@ restarted after a failed probe runs again (``gateway/operations/liveness.py``). 
    how many messages came too late and to send again what still matters
    (``catch_up.old_messages: note``), or nothing (``skip``).
 
+The gateway also catches up once at start, on each platform whose adapter can, as soon as its
+connection runs (:meth:`CatchUp.request_when_running`): Discord does not keep the messages sent
+while the gateway was stopped, and Slack keeps them only a short while.
+
 One catch-up per platform runs at a time; a gap reported during one queues one more run after
 it (however many are reported). Each run is logged as ``adapter.catchup`` with what it found,
 how many of those were new to the gateway and how many of the new were too old to answer; the
@@ -34,7 +38,7 @@ from typing import Final
 
 import structlog
 
-from adapters.contract import Adapter, CatchUpPoint, CatchUpWindow, ChatType, InboundMessage
+from adapters.contract import Adapter, AdapterState, CatchUpPoint, CatchUpWindow, ChatType, InboundMessage
 from config.liveness import CatchUpConfig
 from gateway.delivery.outbox import Delivery
 from gateway.inbound.intake import Intake
@@ -48,6 +52,9 @@ __all__ = ["MAX_POINTS", "CatchUp", "CatchUpResult", "missed_note"]
 
 MAX_POINTS: Final = 100
 """The most chats (threads) one catch-up reads: the most recently active ones."""
+
+START_WAIT: Final = 600.0
+"""Seconds the catch-up at start waits for a connection to run before it gives up (the next gap catches up)."""
 
 
 def missed_note(count: int) -> str:
@@ -99,6 +106,33 @@ class CatchUp:
         self._again: dict[str, str] = {}
         """Platform -> the reason of a gap reported while its catch-up ran: one more run follows."""
         self._closed = False
+        self._waiting: set[asyncio.Task[None]] = set()
+
+    def can(self, platform: str) -> bool:
+        """Whether ``platform``'s adapter reads history back (Telegram's need not: Telegram keeps what waits)."""
+        adapter = self._adapters.get(platform)
+        return adapter is not None and type(adapter).catch_up is not Adapter.catch_up
+
+    def request_when_running(self, platform: str, reason: str, *, every: float = 0.5) -> None:
+        """Catch up on ``platform`` once its adapter runs (at start its connection may still be coming up);
+        nothing when it does not run within :data:`START_WAIT` seconds. Returns at once."""
+
+        async def wait() -> None:
+            adapter = self._adapters[platform]
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + START_WAIT
+            while adapter.status().state is not AdapterState.RUNNING:
+                if loop.time() >= deadline:
+                    log.info("adapter.catchup_skipped", platform=platform, reason=reason,
+                             why=f"not running within {START_WAIT:g} s; the next gap catches up")  # fmt: skip
+                    return
+                await asyncio.sleep(every)
+            self.request(platform, reason)
+
+        if self._settings.enabled and not self._closed and self.can(platform):
+            task = asyncio.create_task(wait(), name=f"catch-up-wait:{platform}")
+            self._waiting.add(task)
+            task.add_done_callback(self._waiting.discard)
 
     def request(self, platform: str, reason: str) -> None:
         """Catch up on ``platform`` now, or once the run in progress there ends. Returns at once."""
@@ -118,7 +152,7 @@ class CatchUp:
     async def close(self) -> None:
         """Stop every catch-up in progress (what it did not feed is fetched again after the next gap)."""
         self._closed = True
-        tasks = list(self._running.values())
+        tasks = [*self._waiting, *self._running.values()]
         for task in tasks:
             task.cancel()
         for task in tasks:
