@@ -202,7 +202,7 @@ class SlackAdapter(Adapter):
             await self._http.start()
             self._set_state(AdapterState.RUNNING, f"HTTP events on {self._http.url} as @{self.bot.name}")
             return
-        self._socket = SocketReceiver(app, self._client, settings.app_token or "", on_new_session=self._new_session)
+        self._socket = SocketReceiver(app, self._client, settings.app_token or "", on_session=self._new_session)
         if await self._socket.start():
             self._set_state(AdapterState.RUNNING, f"Socket Mode as @{self.bot.name}")
         else:
@@ -276,9 +276,11 @@ class SlackAdapter(Adapter):
         else:  # Slack calls us: nothing to rebuild here; check the app's Event Subscriptions if it stays so
             self._set_state(AdapterState.DEGRADED, f"{reason}; waiting for Slack to call the events URL again")
 
-    def _new_session(self) -> None:
-        """Slack greeted a new Socket Mode session: events sent while there was none are lost."""
+    def _new_session(self, replaced: bool) -> None:
+        """Slack greeted a Socket Mode session; when it ``replaced`` one, events sent while there was none are lost."""
         asked, self._reconnecting = self._reconnecting, None
+        if not replaced:
+            return
         reason = (f"Socket Mode reconnected on request ({asked})" if asked is not None
                   else "Socket Mode opened a new session; events sent in between are not delivered")  # fmt: skip
         if self._state is AdapterState.DEGRADED:

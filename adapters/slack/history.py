@@ -101,16 +101,19 @@ class HistoryReader:
                 code = error_code(getattr(error.__cause__, "response", None))
                 if not isinstance(error, RecipientUnavailable) and code not in UNREADABLE:
                     raise
-                log.warning("slack.catchup.skipped", channel=point.chat_id, thread_ts=point.thread_id, error=str(error),
-                            hint="needs im:history, channels:history or groups:history and the bot in the channel")  # fmt: skip
+                log.warning("slack.catchup.skipped", channel=point.chat_id, thread_ts=point.thread_id,
+                            error=str(error), hint="needs im:history, channels:history or groups:history "
+                            "and the bot in the channel")  # fmt: skip
                 return []
         return []
 
     async def newer(
-        self, point: CatchUpPoint, oldest: str, *, keep: int, page: int = PAGE, pages: int = MAX_PAGES
+        self, point: CatchUpPoint, oldest: str, *, keep: int, page: int = PAGE, pages: int = MAX_PAGES,
+        named: bool = True,
     ) -> list[InboundMessage]:
         """The newest ``keep`` messages at ``point`` sent after ``oldest`` (a ``ts``) that a live event would have
-        handed over, oldest first. Raises the delivery errors of :mod:`.sending` for a failed call."""
+        handed over, oldest first (with their senders' names unless not ``named``). Raises the delivery errors
+        of :mod:`.sending` for a failed call."""
         floor = ts_value(oldest)
         kept: deque[InboundMessage] = deque(maxlen=keep)
         newest_first = point.thread_id is None  # conversations.history answers newest first, replies oldest first
@@ -122,7 +125,7 @@ class HistoryReader:
             if newest_first and len(kept) == keep:
                 break
         found = sorted(kept, key=lambda m: ts_value(m.message_id))
-        return [await self._names.named(message) for message in found]
+        return [await self._names.named(message) for message in found] if named else found
 
     async def _items(
         self, point: CatchUpPoint, oldest: str, *, page: int, pages: int

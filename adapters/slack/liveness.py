@@ -81,12 +81,14 @@ async def probe(
         age = socket.pong_age()
         if age is not None and age > STALE_PONG:
             return Liveness(False, f"Socket Mode: the last ping was answered {age:.0f} s ago", latency)
-        found.append("Socket Mode: no ping answered yet" if age is None else f"Socket Mode ping answered {age:.1f} s ago")
+        found.append("Socket Mode: no ping answered yet" if age is None
+                     else f"Socket Mode ping answered {age:.1f} s ago")  # fmt: skip
     checked = 0
     for point in sorted((p for p in points if p.after), key=lambda p: p.after_time or 0.0, reverse=True)[:PROBE_POINTS]:
         where = _where(point)
         try:
-            newer = await history.newer(point, point.after or "", keep=PROBE_MESSAGES, page=PROBE_MESSAGES, pages=1)
+            newer = await history.newer(point, point.after or "", keep=PROBE_MESSAGES, page=PROBE_MESSAGES, pages=1,
+                                        named=False)  # fmt: skip
         except Exception as error:  # noqa: BLE001 - an unreadable conversation says nothing about the socket
             found.append(f"{where} not checked: {_describe(error)}")
             continue

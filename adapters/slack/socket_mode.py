@@ -7,8 +7,8 @@ asks it for a new session at once (the gateway's liveness probe found the socket
 Slack greets every new WebSocket session with ``hello``, and it sends a session only the
 events that happen while that session is up: whatever was sent while the client was
 reconnecting (a refresh, a dropped connection, a stale one the client replaced) is not
-delivered later. So each ``hello`` after the first calls ``on_new_session``, which tells
-the gateway to catch up on the open conversations.
+delivered later. So every ``hello`` calls ``on_session`` with whether a session came before
+it (then the adapter tells the gateway to catch up on the open conversations).
 
 An envelope whose payload slack-bolt itself cannot read (an ``event`` that is
 no object, a ``type`` or ``team_id`` of the wrong kind: Bolt builds its context
@@ -66,12 +66,17 @@ class _Handler(AsyncSocketModeHandler):
 
 class SocketReceiver:
     def __init__(
-        self, app: AsyncApp, client: AsyncWebClient, app_token: str, *, on_new_session: Callable[[], None] = lambda: None
+        self,
+        app: AsyncApp,
+        client: AsyncWebClient,
+        app_token: str,
+        *,
+        on_session: Callable[[bool], None] = lambda _replaced: None,
     ) -> None:
         self._app = app
         self._client = client
         self._app_token = app_token
-        self._on_new_session = on_new_session
+        self._on_session = on_session
         self._handler: AsyncSocketModeHandler | None = None
         self._connecting: asyncio.Task[None] | None = None
         self._reconnecting: asyncio.Task[None] | None = None
@@ -106,8 +111,7 @@ class SocketReceiver:
             return
         self.sessions += 1
         log.info("slack.socket.session", sessions=self.sessions)
-        if self.sessions > 1:
-            self._on_new_session()
+        self._on_session(self.sessions > 1)
 
     def reconnect(self) -> None:
         """Replace the session with a new one (in the background; the old one closes when the new is asked for)."""
