@@ -14,11 +14,21 @@ scope ``users:read``). Files users share are downloaded on request with the bot
 token, from Slack's file host only (:mod:`adapters.slack.files`, scope
 ``files:read``). Slack has no typing indicator for bots, so :meth:`typing` does
 nothing.
+
+Liveness: :meth:`probe_liveness` is :func:`adapters.slack.liveness.probe`;
+:meth:`reconnect` asks slack_sdk's client for a new Socket Mode session; every
+session after the first (a ``hello``, see :mod:`.socket_mode`) is reported as a
+gap, and :meth:`catch_up` reads the open conversations' history
+(:mod:`.history`). In HTTP mode Slack retries an event the events URL did not
+acknowledge by itself, so there is no gap to report; a reconnect there only
+marks the adapter degraded until Slack calls again, and a catch-up still reads
+the history.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal
 
@@ -33,8 +43,12 @@ from adapters.contract import (
     AdapterStatus,
     Attachment,
     Capabilities,
+    CatchUpPoint,
+    CatchUpWindow,
     ChatType,
+    InboundMessage,
     Intake,
+    Liveness,
     Markup,
     OutboundMessage,
     Rate,
@@ -43,10 +57,11 @@ from adapters.contract import (
     StreamMode,
 )
 from adapters.http_listener import ListenerLimits
-from adapters.slack import sending, streaming
+from adapters.slack import liveness, sending, streaming
 from adapters.slack.app import EventSink, build_app
 from adapters.slack.convert import PLATFORM
 from adapters.slack.files import FileDownloads
+from adapters.slack.history import HistoryReader
 from adapters.slack.http_mode import HttpReceiver
 from adapters.slack.identity import BotIdentity
 from adapters.slack.resend import PostedLookup
@@ -116,6 +131,9 @@ class SlackAdapter(Adapter):
         self._names: UserNames | None = None
         self._lookup: PostedLookup | None = None
         self._workspaces: Workspaces | None = None
+        self._history: HistoryReader | None = None
+        self._reconnecting: str | None = None
+        """Why a reconnect was asked for, until the new session (or the next HTTP event) is there."""
         self._stream_nonces: OrderedDict[tuple[str, str], str] = OrderedDict()
         """(channel, ts) of a stream started here -> the nonce its stop puts in the message metadata."""
         self.bot: BotIdentity | None = None
@@ -169,8 +187,10 @@ class SlackAdapter(Adapter):
         self._lookup = PostedLookup(self._client, self.bot)
         self._workspaces = Workspaces(self.bot, allowed_teams=settings.allowed_teams,
                                       allowed_users=settings.allowed_users)  # fmt: skip
+        self._history = HistoryReader(self._client, self.bot, self._names, self._workspaces,
+                                      every_message=not settings.require_mention)  # fmt: skip
         self._sink = EventSink(
-            self.bot, self._threads, self._names, self._note_inbound, every_message=not self._settings.require_mention,
+            self.bot, self._threads, self._names, self._accepted, every_message=not self._settings.require_mention,
             workspaces=self._workspaces,
         )  # fmt: skip
         self._sink.open(intake)
@@ -182,7 +202,7 @@ class SlackAdapter(Adapter):
             await self._http.start()
             self._set_state(AdapterState.RUNNING, f"HTTP events on {self._http.url} as @{self.bot.name}")
             return
-        self._socket = SocketReceiver(app, self._client, settings.app_token or "")
+        self._socket = SocketReceiver(app, self._client, settings.app_token or "", on_session=self._new_session)
         if await self._socket.start():
             self._set_state(AdapterState.RUNNING, f"Socket Mode as @{self.bot.name}")
         else:
@@ -226,9 +246,55 @@ class SlackAdapter(Adapter):
     def status(self) -> AdapterStatus:
         if self._state is AdapterState.RUNNING and self._socket is not None and not self._socket.looks_connected():
             return AdapterStatus(AdapterState.DEGRADED, "Socket Mode reconnecting", self._last_inbound_at)
-        if self._state is AdapterState.DEGRADED and self._socket is not None and self._socket.looks_connected():
+        if (self._state is AdapterState.DEGRADED and self._reconnecting is None and self._socket is not None
+                and self._socket.looks_connected()):  # fmt: skip
             self._set_state(AdapterState.RUNNING, f"Socket Mode as @{self.bot_username}")
         return super().status()
+
+    def _accepted(self) -> None:
+        """An event was handed to the gateway: in HTTP mode, Slack calling again ends a reconnect's wait."""
+        self._note_inbound()
+        if self._http is not None and self._reconnecting is not None and self._state is AdapterState.DEGRADED:
+            self._reconnecting = None
+            self._set_state(AdapterState.RUNNING, f"HTTP events on {self._http.url} as @{self.bot_username}")
+
+    # --- liveness and catching up ------------------------------------------------------------
+    async def probe_liveness(self, points: Sequence[CatchUpPoint]) -> Liveness:
+        if self._sink is None or self._history is None or self._state not in (AdapterState.RUNNING,
+                                                                              AdapterState.DEGRADED):  # fmt: skip
+            return Liveness(False, f"not connected ({self._state.value})")
+        return await liveness.probe(self._client, self._socket, self._history, self._sink.received, points)
+
+    async def reconnect(self, reason: str) -> None:
+        if self._socket is None and self._http is None:
+            raise AdapterError(f"the Slack adapter cannot reconnect: it is {self._state.value}")
+        self._reconnecting = reason
+        log.warning("slack.reconnect", reason=reason, mode=self._settings.mode)
+        if self._socket is not None:
+            self._set_state(AdapterState.DEGRADED, f"reconnecting Socket Mode: {reason}")
+            self._socket.reconnect()
+        else:  # Slack calls us: nothing to rebuild here; check the app's Event Subscriptions if it stays so
+            self._set_state(AdapterState.DEGRADED, f"{reason}; waiting for Slack to call the events URL again")
+
+    def _new_session(self, replaced: bool) -> None:
+        """Slack greeted a Socket Mode session; when it ``replaced`` one, events sent while there was none are lost."""
+        asked, self._reconnecting = self._reconnecting, None
+        if not replaced:
+            return
+        reason = (f"Socket Mode reconnected on request ({asked})" if asked is not None
+                  else "Socket Mode opened a new session; events sent in between are not delivered")  # fmt: skip
+        if self._state is AdapterState.DEGRADED:
+            self._set_state(AdapterState.RUNNING, f"Socket Mode as @{self.bot_username}")
+        log.info("slack.socket.gap", reason=reason)
+        self._report_gap(reason)
+
+    async def catch_up(self, points: Sequence[CatchUpPoint], window: CatchUpWindow) -> list[InboundMessage]:
+        if self._history is None or self._sink is None:
+            raise AdapterError(f"the Slack adapter cannot catch up: it is {self._state.value}")
+        found = await self._history.catch_up(points, window)
+        for message in found:
+            self._sink.received.add(message.event_id)  # handed over now: the next probe does not count it as missed
+        return found
 
     # --- outbound --------------------------------------------------------------------------
     async def send(self, message: OutboundMessage) -> str:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import replace
 from typing import Any, Final
 
 import structlog
@@ -45,6 +44,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.contract import ChatType, InboundMessage, Intake, log_rejected
 from adapters.slack.convert import Skip, ThreadReply, to_inbound
 from adapters.slack.identity import BotIdentity
+from adapters.slack.liveness import RecentIds
 from adapters.slack.threads import ThreadMemory
 from adapters.slack.users import UserNames
 from adapters.slack.workspaces import Workspaces
@@ -76,6 +76,8 @@ class EventSink:
         self._on_accepted = on_accepted
         self._intake: Intake | None = None
         self._late: set[asyncio.Task[bool]] = set()
+        self.received = RecentIds()
+        """The ids of the messages events brought lately, for the liveness probe (:mod:`.liveness`)."""
 
     def open(self, intake: Intake) -> None:
         self._intake = intake
@@ -99,6 +101,7 @@ class EventSink:
         if isinstance(result, Skip):
             log.debug("slack.event.ignored", reason=result.reason, **fields)
             return None
+        self.received.add((result.message if isinstance(result, ThreadReply) else result).event_id)
         if (refusal := self._workspaces.refusal(body)) is not None:
             (log.warning if refusal.other_installation else log.info)(
                 "slack.event.rejected", reason=refusal.reason, **refusal.teams, **fields
@@ -122,22 +125,15 @@ class EventSink:
         return await self._hand_over(self._accept(intake, result), result, fields)
 
     async def _accept(self, intake: Intake, message: InboundMessage) -> bool:
-        await intake(await self._named(message))
+        await intake(await self._names.named(message))
         return True
 
     async def _thread_reply(self, intake: Intake, reply: ThreadReply, fields: dict[str, str]) -> bool:
         if not await self._threads.takes_part(*reply.thread):
             log.debug("slack.event.ignored", reason="reply in a thread the bot takes no part in", **fields)
             return False
-        await intake(await self._named(reply.message))
+        await intake(await self._names.named(reply.message))
         return True
-
-    async def _named(self, message: InboundMessage) -> InboundMessage:
-        """The message with its sender's display name, when Slack tells it in time."""
-        if message.user_name or not message.user_id.startswith(("U", "W")):  # B…: a bot id, not a user
-            return message
-        name = await self._names.name_of(message.user_id)
-        return replace(message, user_name=name) if name else message
 
     async def _hand_over(
         self, work: Coroutine[Any, Any, bool], message: InboundMessage, fields: dict[str, str]

@@ -198,6 +198,12 @@ def _is_own(event: Mapping[str, Any], bot: BotIdentity) -> bool:
     return bot.bot_id is not None and event.get("bot_id") == bot.bot_id
 
 
+def mentions_bot(event: Mapping[str, Any], bot: BotIdentity) -> bool:
+    """Whether the text of an event (or a message from the history) mentions the bot."""
+    text = event.get("text")
+    return isinstance(text, str) and bool(_mention_pattern(bot.user_id).search(text))
+
+
 def _mention_pattern(user_id: str) -> re.Pattern[str]:
     return re.compile(rf"<@{re.escape(user_id)}(?:\|[^>]*)?>")
 

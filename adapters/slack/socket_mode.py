@@ -1,7 +1,14 @@
 """Socket Mode: the app opens a WebSocket to Slack (``apps.connections.open``) and acks events on it.
 
 slack-sdk's client reconnects by itself; :meth:`SocketReceiver.connected`
-tells /health whether a session is up right now.
+tells /health whether a session is up right now, and :meth:`SocketReceiver.reconnect`
+asks it for a new session at once (the gateway's liveness probe found the socket deaf).
+
+Slack greets every new WebSocket session with ``hello``, and it sends a session only the
+events that happen while that session is up: whatever was sent while the client was
+reconnecting (a refresh, a dropped connection, a stale one the client replaced) is not
+delivered later. So every ``hello`` calls ``on_session`` with whether a session came before
+it (then the adapter tells the gateway to catch up on the open conversations).
 
 An envelope whose payload slack-bolt itself cannot read (an ``event`` that is
 no object, a ``type`` or ``team_id`` of the wrong kind: Bolt builds its context
@@ -16,7 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final
 
 import structlog
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -57,12 +65,23 @@ class _Handler(AsyncSocketModeHandler):
 
 
 class SocketReceiver:
-    def __init__(self, app: AsyncApp, client: AsyncWebClient, app_token: str) -> None:
+    def __init__(
+        self,
+        app: AsyncApp,
+        client: AsyncWebClient,
+        app_token: str,
+        *,
+        on_session: Callable[[bool], None] = lambda _replaced: None,
+    ) -> None:
         self._app = app
         self._client = client
         self._app_token = app_token
+        self._on_session = on_session
         self._handler: AsyncSocketModeHandler | None = None
         self._connecting: asyncio.Task[None] | None = None
+        self._reconnecting: asyncio.Task[None] | None = None
+        self.sessions = 0
+        """How many sessions Slack greeted with ``hello`` so far."""
 
     async def start(self) -> bool:
         """Connect; returns False when the first session is not up yet (the client keeps trying)."""
@@ -75,6 +94,7 @@ class SocketReceiver:
                                 error) from error  # fmt: skip
         handler = _Handler(self._app, app_token=self._app_token, web_client=self._client)
         handler.client.wss_uri = response["url"]
+        handler.client.message_listeners.append(self._on_message)
         self._handler = handler
         self._connecting = asyncio.create_task(handler.connect_async(), name="slack-socket-connect")
         done, _ = await asyncio.wait({self._connecting}, timeout=CONNECT_WAIT)
@@ -86,6 +106,33 @@ class SocketReceiver:
         handler = self._handler
         return handler is not None and await handler.client.is_connected()
 
+    async def _on_message(self, client: object, message: dict[str, Any], raw: str | None) -> None:
+        if message.get("type") != "hello":
+            return
+        self.sessions += 1
+        log.info("slack.socket.session", sessions=self.sessions)
+        self._on_session(self.sessions > 1)
+
+    def reconnect(self) -> None:
+        """Replace the session with a new one (in the background; the old one closes when the new is asked for)."""
+        handler = self._handler
+        if handler is None or (self._reconnecting is not None and not self._reconnecting.done()):
+            return
+        self._reconnecting = asyncio.create_task(self._replace(handler), name="slack-socket-reconnect")
+
+    async def _replace(self, handler: AsyncSocketModeHandler) -> None:
+        try:
+            await handler.client.connect_to_new_endpoint(force=True)
+        except Exception as error:  # noqa: BLE001 - the client's own monitor keeps trying after this
+            log.warning("slack.socket.reconnect_failed", error=str(error),
+                        hint="slack_sdk keeps trying; see its log lines")  # fmt: skip
+
+    def pong_age(self) -> float | None:
+        """Seconds since the ping that Slack answered last was sent; None before the first answer."""
+        client = None if self._handler is None else self._handler.client
+        last = None if client is None else getattr(client, "last_ping_pong_time", None)
+        return None if last is None else max(0.0, time.time() - float(last))
+
     def looks_connected(self) -> bool:
         """A synchronous view of :meth:`connected` for status(): a session is open and not stale."""
         client = None if self._handler is None else self._handler.client
@@ -94,9 +141,10 @@ class SocketReceiver:
 
     async def stop(self) -> None:
         handler, self._handler = self._handler, None
-        if self._connecting is not None and not self._connecting.done():
-            self._connecting.cancel()
-            await asyncio.gather(self._connecting, return_exceptions=True)
+        for task in (self._connecting, self._reconnecting):
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         if handler is not None:
             await handler.close_async()
             log.info("slack.socket.closed")

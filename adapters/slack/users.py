@@ -24,11 +24,14 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, Final
 
 import structlog
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.contract import InboundMessage
 
 log = structlog.get_logger(__name__)
 
@@ -106,6 +109,13 @@ class UserNames:
         except TimeoutError:
             self._note_failure("timeout", user_id, "no answer within the lookup timeout")
             return ""
+
+    async def named(self, message: InboundMessage) -> InboundMessage:
+        """The message with its sender's display name, when Slack tells it in time (a bot id has none)."""
+        if message.user_name or not message.user_id.startswith(("U", "W")):  # B…: a bot id, not a user
+            return message
+        name = await self.name_of(message.user_id)
+        return replace(message, user_name=name) if name else message
 
     async def _look_up(self, user_id: str) -> str:
         try:

@@ -7,6 +7,8 @@ as they do in production.
 
 from __future__ import annotations
 
+import itertools
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +18,9 @@ import pytest
 import pytest_asyncio
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.contract import InboundMessage
+from adapters.slack import SlackAdapter
+from adapters.slack.adapter import SlackSettings
 from config import load_config
 from config.plan import build_plan
 from gateway.adapter_loader import load_adapters
@@ -119,3 +124,55 @@ class Clock:
 async def client(fake_slack: FakeSlack) -> AsyncIterator[AsyncWebClient]:
     """A bare Web API client on the fake, for testing adapter parts without a gateway."""
     yield AsyncWebClient(token=BOT_TOKEN, base_url=fake_slack.api_url)
+
+
+_sequence = itertools.count(1)
+
+
+def ago(seconds: float) -> str:
+    """A message ts sent ``seconds`` ago (unique in the run)."""
+    return f"{int(time.time() - seconds)}.{next(_sequence):06d}"
+
+
+class Running:
+    """One started adapter, what its intake received and the gaps it reported."""
+
+    def __init__(self, adapter: SlackAdapter, api: FakeSlack) -> None:
+        self.adapter = adapter
+        self.api = api
+        self.received: list[InboundMessage] = []
+        self.gaps: list[str] = []
+
+    async def deliver(self, payload: dict[str, Any]) -> None:
+        """A person posts and the live event is acknowledged (so it reached intake)."""
+        await self.api.wait_acked(await self.api.say(payload))
+
+
+Start = Callable[..., Awaitable[Running]]
+
+
+@pytest_asyncio.fixture
+async def start_adapter(fake_slack: FakeSlack) -> AsyncIterator[Start]:
+    """Start the real SlackAdapter alone (no gateway): intake and the gap listener only record."""
+    started: list[Running] = []
+
+    async def start(mode: str = "socket", **settings: Any) -> Running:
+        adapter = SlackAdapter(SlackSettings(
+            bot_token=BOT_TOKEN, app_token=APP_TOKEN, signing_secret=SIGNING_SECRET, mode=mode,  # type: ignore[arg-type]
+            api_base_url=fake_slack.api_url, listen_port=0, allowed_users=(ALICE,), **settings,
+        ))  # fmt: skip
+        running = Running(adapter, fake_slack)
+        adapter.on_gap = running.gaps.append
+
+        async def intake(inbound: InboundMessage) -> None:
+            running.received.append(inbound)
+
+        started.append(running)
+        await adapter.start(intake)
+        if mode == "socket":
+            await fake_slack.wait_connections(1)
+        return running
+
+    yield start
+    for running in started:
+        await running.adapter.close()

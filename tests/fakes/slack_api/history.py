@@ -4,14 +4,20 @@ A message's ``metadata`` is only in the answer when the call sets
 ``include_all_metadata``, as on Slack.
 
 The bot's posts land here by themselves (chat.postMessage); what users wrote
-is only known to the fake when a test records it with
-:meth:`FakeSlack.add_message` (an Events API payload built by
-:mod:`.events` goes to the app, not through the fake).
+is only known to the fake when a test records it with :meth:`FakeSlack.record`
+or :meth:`FakeSlack.say` (an Events API payload built by :mod:`.events` goes to
+the app, not through the fake).
+
+Both calls take Slack's window and paging arguments: ``oldest`` and ``latest``
+(exclusive unless ``inclusive`` is set), ``limit`` and ``cursor``. As on Slack,
+the first page of ``conversations.replies`` starts with the thread's parent
+whatever the window says; later pages leave it out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 
@@ -45,14 +51,9 @@ class History:
         )
         if not thread or thread[0]["ts"] != ts:
             return {"ok": False, "error": "thread_not_found"}
+        parent, replies = thread[0], [m for m in thread[1:] if _in_window(m, args)]
         limit = max(1, min(int(args.get("limit") or 1000), 1000))
-        start = int(args.get("cursor") or 0)
-        page = [_shown(m, args) for m in thread[start : start + limit]]
-        more = start + limit < len(thread)
-        return {
-            "ok": True, "messages": page, "has_more": more,
-            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
-        }  # fmt: skip
+        return _page([parent, *replies], int(args.get("cursor") or 0), limit, args)  # the parent heads page one
 
     def channel(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """Slack's answer to conversations.history: top-level messages (thread replies left out), newest first."""
@@ -61,16 +62,30 @@ class History:
         if in_channel is None:
             return {"ok": False, "error": "channel_not_found"}
         top = sorted(
-            (m for m in in_channel.values() if m.get("thread_ts") in (None, m["ts"])), key=lambda m: -float(m["ts"])
+            (m for m in in_channel.values() if m.get("thread_ts") in (None, m["ts"]) and _in_window(m, args)),
+            key=lambda m: -float(m["ts"]),
         )
         limit = max(1, min(int(args.get("limit") or 100), 1000))
-        start = int(args.get("cursor") or 0)
-        page = [_shown(m, args) for m in top[start : start + limit]]
-        more = start + limit < len(top)
-        return {
-            "ok": True, "messages": page, "has_more": more,
-            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
-        }  # fmt: skip
+        return _page(top, int(args.get("cursor") or 0), limit, args)
+
+
+def _page(listed: list[dict[str, Any]], start: int, limit: int, args: Mapping[str, Any]) -> dict[str, Any]:
+    """One page of ``listed`` from ``start``, with the cursor of the next one when there is more."""
+    page = [_shown(m, args) for m in listed[start : start + limit]]
+    more = start + limit < len(listed)
+    return {
+        "ok": True, "messages": page, "has_more": more,
+        "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+    }  # fmt: skip
+
+
+def _in_window(message: Mapping[str, Any], args: Mapping[str, Any]) -> bool:
+    """Whether the message's ts lies between ``oldest`` and ``latest`` (each exclusive unless ``inclusive``)."""
+    ts, inclusive = Decimal(str(message["ts"])), str(args.get("inclusive") or "").lower() in ("1", "true")
+    oldest, latest = args.get("oldest"), args.get("latest")
+    if oldest not in (None, "") and (ts < Decimal(str(oldest)) or (ts == Decimal(str(oldest)) and not inclusive)):
+        return False
+    return latest in (None, "") or ts < Decimal(str(latest)) or (ts == Decimal(str(latest)) and inclusive)
 
 
 def _shown(message: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,12 @@ the benchmark reads first visible text from. Per-channel rate limits
 Socket Mode: apps.connections.open (with the app token) returns
 ``ws://127.0.0.1:<port>/socket/<n>``. On connect the fake sends ``hello``;
 :meth:`FakeSlack.push_event` sends an ``events_api`` envelope and
-:meth:`wait_acked` waits for the app's ack of it.
+:meth:`wait_acked` waits for the app's ack of it; :meth:`FakeSlack.say` is a
+person posting: the message lands in the history and its event goes out.
+Two ways Slack loses events: :attr:`FakeSlack.deaf` keeps the socket up (pings
+answered) while every event is silently dropped, and :meth:`FakeSlack.reconnect`
+closes the socket with messages posted while no connection was up, whose events
+never come.
 
 Failures are scripted per method with :meth:`fail_next` (a status, headers and
 JSON body, or a dropped connection, before or after the call took effect) and
@@ -34,7 +39,7 @@ import itertools
 import json
 import time
 from collections import defaultdict, deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,6 +160,9 @@ class FakeSlack:
         self.acks: list[dict[str, Any]] = []
         self.envelopes_sent: list[str] = []
         self.connections = 0
+        self.deaf = False
+        """Events are dropped (in :attr:`dropped`) while the socket stays up and answers pings."""
+        self.dropped: list[str] = []
         self.history = History()
         self.users = Directory()
         if hasattr(self, "files"):
@@ -186,8 +194,15 @@ class FakeSlack:
         """Add the message of an Events API payload (built by :mod:`.events`) to the workspace's history."""
         event = payload.get("event", payload)
         self.history.add(str(event["channel"]), {
-            key: event[key] for key in ("type", "subtype", "user", "bot_id", "text", "ts", "thread_ts") if key in event
+            key: event[key]
+            for key in ("type", "subtype", "user", "bot_id", "text", "ts", "thread_ts", "team", "files")
+            if key in event
         })  # fmt: skip
+
+    async def say(self, payload: Mapping[str, Any]) -> str:
+        """A person posts: the message goes into the history and its event to the app (unless :attr:`deaf`)."""
+        self.record(payload)
+        return await self.push_event(payload)
 
     def calls_to(self, method: str) -> list[ApiCall]:
         return [call for call in self.calls if call.method == method]
@@ -218,6 +233,9 @@ class FakeSlack:
     async def push_event(self, body: Mapping[str, Any], *, retry_attempt: int = 0, retry_reason: str = "") -> str:
         """Send an ``events_api`` envelope with ``body`` (an event_callback) to the connected app."""
         envelope_id = f"env-{next(self._envelope_ids)}"
+        if self.deaf:
+            self.dropped.append(envelope_id)
+            return envelope_id
         envelope = {
             "envelope_id": envelope_id, "type": "events_api", "accepts_response_payload": False,
             "retry_attempt": retry_attempt, "retry_reason": retry_reason, "payload": dict(body),
@@ -228,6 +246,13 @@ class FakeSlack:
         await sockets[-1].send_str(json.dumps(envelope))
         self.envelopes_sent.append(envelope_id)
         return envelope_id
+
+    async def reconnect(self, *, lost: Iterable[Mapping[str, Any]] = ()) -> None:
+        """Drop the Socket Mode connection; ``lost`` are messages posted before the app's next ``hello``: they
+        are in the history, their events are never sent (the app connects again by itself)."""
+        for payload in lost:
+            self.record(payload)
+        await self.close_sockets()
 
     async def close_sockets(self) -> None:
         """Close every open Socket Mode connection (as Slack does on a refresh)."""
