@@ -106,8 +106,8 @@ class LoadedConfig:
         fallbacks = (f"model.fallbacks.{index}.api_key" for index in range(len(self.settings.model.fallbacks)))
         transcription = [TRANSCRIPTION_KEY] if self.settings.media.transcription is not None else []
         webhooks = [
-            path for index, webhook in enumerate(self.settings.alerts.webhooks)
-            for path in (f"alerts.webhooks.{index}.url", *(f"alerts.webhooks.{index}.headers.{name}" for name in webhook.headers))
+            f"alerts.webhooks.{index}.{key}" for index, webhook in enumerate(self.settings.alerts.webhooks)
+            for key in ("url", *(f"headers.{name}" for name in webhook.headers))
         ]  # fmt: skip
         return [*MODEL_SECRET_PATHS, *declared_secrets(type(self.settings)), *fallbacks, *transcription, *webhooks]
 

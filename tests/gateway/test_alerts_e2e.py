@@ -280,3 +280,17 @@ async def test_replies_given_up_are_counted_alerted_and_cleared_once_replies_go_
     assert (fired["condition"], fired["state"], fired["platform"], cleared["state"]) == (
         "replies_given_up", "fired", "loopback", "cleared")
     assert fired["text"].startswith("1 reply message was given up on loopback") and "hello" not in fired["text"]
+
+
+async def test_a_webhook_that_refuses_the_alert_gives_it_up_at_once_without_counting_a_reply_given_up(
+    start_gateway: GatewayFactory, model_server: ModelServer, receiver: WebhookReceiver
+) -> None:
+    receiver.fail_next(1, status=404)  # a wrong URL: trying again will not help
+    running = await start_gateway({"alerts": alerts_config(receiver)})
+    running.gateway.alerts.watch.disk_usage = Disk(free=0.01)
+    await checked_until(running.gateway, lambda: bool(receiver.attempts), "the post")
+    await delivered(running.store)
+    row = await running.store.outbox_get(1)
+    assert row is not None and row.status == "failed" and "answered 404" in (row.last_error or "")
+    assert receiver.url() not in (row.last_error or "") and "T0KEN" not in row.turn_id + row.chat_id
+    assert len(receiver.attempts) == 1 and running.gateway.metrics.delivery_failed.totals == {}

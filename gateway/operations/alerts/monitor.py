@@ -160,7 +160,7 @@ class Alerts:
             os.replace(partial, self._path)
         except OSError as error:
             log.warning("alerts.state_unsaved", path=str(self._path), error=str(error),
-                        hint="alerts still go out; after a restart a condition that still holds is alerted again")  # fmt: skip
+                        hint="alerts still go out; after a restart, a condition that still holds is alerted again")  # fmt: skip
 
 
 def destinations(loaded: LoadedConfig, connected: set[str]) -> list[Destination]:

@@ -91,6 +91,7 @@ class WebhookSender(Adapter):
             raise RecipientUnavailable(f"webhook {message.chat_id} is no longer in alerts.webhooks")
         if self._session is None:
             self._session = aiohttp.ClientSession()
+        name = f"webhook {message.chat_id}"
         headers = {"Content-Type": "application/json", **webhook.headers}
         if message.nonce:
             headers["Idempotency-Key"] = message.nonce
@@ -101,16 +102,16 @@ class WebhookSender(Adapter):
                 status = response.status
                 retry_after = response.headers.get("Retry-After", "")
         except TimeoutError as error:
-            raise TransientDeliveryError(f"webhook {message.chat_id} did not answer within {webhook.timeout:g} s") from error
+            raise TransientDeliveryError(f"{name} did not answer within {webhook.timeout:g} s") from error
         except aiohttp.ClientError as error:
-            raise TransientDeliveryError(f"webhook {message.chat_id} cannot be reached: {type(error).__name__}: {error}") from error
+            raise TransientDeliveryError(f"{name} cannot be reached: {type(error).__name__}: {error}") from error
         if 200 <= status < 300:
             return f"http-{status}"
         if status == 429:
-            raise RateLimited(_seconds(retry_after), f"webhook {message.chat_id} answered 429")
+            raise RateLimited(_seconds(retry_after), f"{name} answered 429")
         if status >= 500 or status in RETRY_STATUSES:
-            raise TransientDeliveryError(f"webhook {message.chat_id} answered {status}")
-        raise DeliveryError(f"webhook {message.chat_id} answered {status}: check its URL and headers in alerts.webhooks")
+            raise TransientDeliveryError(f"{name} answered {status}")
+        raise DeliveryError(f"{name} answered {status}: check its URL and headers in alerts.webhooks")
 
 
 def _seconds(retry_after: str) -> float:

@@ -111,7 +111,8 @@ def _alerts_line(loaded: LoadedConfig, plan: RunPlan) -> str:
     shown = [target if target.partition(":")[0].strip() in plan.enabled else f"{target} (its platform is off: skipped)"
              for target in a.chats]  # fmt: skip
     for webhook in a.webhooks:
-        headers = f" with header{'s' if len(webhook.headers) != 1 else ''} {', '.join(webhook.headers)}" if webhook.headers else ""
+        names = ", ".join(webhook.headers)
+        headers = f" with header{'s' if len(webhook.headers) != 1 else ''} {names}" if webhook.headers else ""
         shown.append(f"POST {masked_url(webhook.url)}{headers}")
     if not shown:
         return "nowhere (alerts.chats and alerts.webhooks are empty: problems show in /health, /metrics and the log)"
