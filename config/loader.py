@@ -105,7 +105,11 @@ class LoadedConfig:
         """The key path of every secret setting, the fallback models' keys included (by index)."""
         fallbacks = (f"model.fallbacks.{index}.api_key" for index in range(len(self.settings.model.fallbacks)))
         transcription = [TRANSCRIPTION_KEY] if self.settings.media.transcription is not None else []
-        return [*MODEL_SECRET_PATHS, *declared_secrets(type(self.settings)), *fallbacks, *transcription]
+        webhooks = [
+            f"alerts.webhooks.{index}.{key}" for index, webhook in enumerate(self.settings.alerts.webhooks)
+            for key in ("url", *(f"headers.{name}" for name in webhook.headers))
+        ]  # fmt: skip
+        return [*MODEL_SECRET_PATHS, *declared_secrets(type(self.settings)), *fallbacks, *transcription, *webhooks]
 
     def secrets(self) -> list[str]:
         """Every configured secret value, for log redaction."""
@@ -242,9 +246,13 @@ def conventional_variable(settings: Settings, path: str) -> str | None:
 
 
 def get_path(model: BaseModel, dotted: str) -> Any:
-    """The value at a dotted key path; a number picks an item of a list (``model.fallbacks.0.api_key``)."""
+    """The value at a dotted key path; a number picks an item of a list (``model.fallbacks.0.api_key``), and
+    in a mapping the rest of the path is the key (``alerts.webhooks.0.headers.X-Api.Key``)."""
     value: Any = model
-    for part in dotted.split("."):
+    parts = dotted.split(".")
+    for index, part in enumerate(parts):
+        if isinstance(value, dict):
+            return value[".".join(parts[index:])]
         value = value[int(part)] if isinstance(value, list) else getattr(value, part)
     return value
 

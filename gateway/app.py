@@ -35,6 +35,7 @@ from gateway.inbound.access import AccessControl
 from gateway.inbound.catch_up import CatchUp
 from gateway.commands.handlers import CommandHandlers
 from gateway.turn.conversations import Conversations
+from gateway.operations.alerts import Alerts
 from gateway.operations.database_health import DatabaseHealth
 from gateway.delivery.budget import ChatBudget
 from gateway.delivery.outbox import Delivery
@@ -130,6 +131,8 @@ class Gateway:
                                        max_pause=settings.gateway.database_retry_max_delay)  # fmt: skip
         self._retry = TurnRetry(runner.run, store=store, delivery=self.delivery, ledger=self._ledger,
                                 health=self.database, metrics=self.metrics, policy=retry_policy)  # fmt: skip
+        self.alerts = Alerts(loaded, store=store, delivery=self.delivery, adapters=self._adapters, metrics=self.metrics,
+                             database=self.database, spawn=self._tasks.spawn, clock=clock)  # fmt: skip
         self.lanes: Lanes[InboundMessage] = Lanes(
             self._retry,
             self._tasks,
@@ -200,6 +203,7 @@ class Gateway:
         self.liveness.start()
         for adapter in started:  # what was sent while the gateway was stopped, where the platform did not keep it
             self.catch_up.request_when_running(adapter.platform, "the gateway started")
+        self.alerts.start()
         self._housekeeping = asyncio.create_task(self._keep_house(), name="housekeeping")
         log.info(
             "gateway.started", version=version(), adapters=running, of=len(self._adapters),
@@ -311,6 +315,7 @@ class Gateway:
             log.warning("shutdown.drain_timeout", finished=drained.finished, cancelled=drained.cancelled,
                         hint="unfinished turns resume on the next start")  # fmt: skip
         await self._quietly(self._flush(drain_timeout), "shutdown.flush_failed", "all")
+        await self._quietly(self.alerts.stop(), "alerts.stop_failed", "all")
         for adapter in self._adapters:
             await self._quietly(adapter.close(), "adapter.close_failed", adapter.platform)
         await self._health.stop()

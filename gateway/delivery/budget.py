@@ -119,6 +119,10 @@ class ChatBudget:
         self._tickets = itertools.count()
         self._sweep_at = _SWEEP_AT
 
+    def add_sender(self, sender: Adapter) -> None:
+        """Keep the rates of one more sender (``Delivery.add_sender``)."""
+        self._adapters = {**self._adapters, sender.platform: sender}
+
     async def take(self, platform: str, chat_id: str) -> None:
         """Wait until one more call to ``chat_id`` fits its chat's rate, the platform's overall rate and
         any hold, then count it. Callers held back by the overall rate go in the order they came."""

@@ -68,7 +68,7 @@ from gateway.keyed_locks import KeyedLocks
 from gateway.operations.logs import bind, short_turn_id
 from gateway.operations.metrics import Metrics
 from gateway.operations.redaction import redactor
-from gateway.delivery.policy import PROGRESS_PREFIX, DeliveryPolicy, chunk_nonce, nonce_for
+from gateway.delivery.policy import ALERT_PREFIX, PROGRESS_PREFIX, DeliveryPolicy, chunk_nonce, nonce_for
 from storage import OutboxChunk, OutboxRecord, Store
 
 log = structlog.get_logger("gateway.delivery")
@@ -104,6 +104,12 @@ class Delivery:
         self._stalled: set[tuple[str, str]] = set()
         """Chats with a chunk deferred after its attempts ran out: new replies wait behind it."""
         self._resuming: set[tuple[str, str]] = set()
+
+    def add_sender(self, sender: Adapter) -> None:
+        """Deliver the outbox rows of ``sender.platform`` through ``sender`` too: a destination that is not a
+        chat platform (the alert webhooks, ``gateway/operations/alerts/webhook.py``), kept like a chunk."""
+        self._adapters = {**self._adapters, sender.platform: sender}
+        self.budget.add_sender(sender)
 
     async def send_text(
         self,
@@ -454,6 +460,8 @@ class Delivery:
     async def _give_up(self, record: OutboxRecord, reason: str) -> None:
         await self._store.outbox_mark_failed(record.id, reason, give_up=True)
         self._metrics.errors.inc("delivery")
+        if not record.turn_id.startswith(ALERT_PREFIX):  # a reply given up, which is itself alerted
+            self._metrics.delivery_failed.inc(record.platform)
         log.error("delivery.failed", platform=record.platform, chat=record.chat_id, chunk=record.chunk_index,
                   reason=reason)  # fmt: skip
         return None

@@ -9,6 +9,8 @@ from storage import OutboxRecord
 
 PROGRESS_PREFIX = "progress:"
 """A tool-progress message's outbox turn id is this before its turn's (``gateway/delivery/progress.py``)."""
+ALERT_PREFIX = "alert:"
+"""An operator alert's outbox turn id starts with this (``gateway/operations/alerts/destinations.py``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,6 +128,11 @@ class DatabaseHealth:
             self._recovery_logged_at = now
             log.info("database.recovered", fault=fault.value, after_s=round(now - self._since, 1))
 
+    def problem(self) -> tuple[str, str] | None:
+        """What turns last met, as (reason, what to do), while it lasts (None: reads and writes work)."""
+        fault = Fault.DAMAGED if self._damage is not None else self._fault
+        return None if fault is None else (fault.reason, _hint(fault, self._path))
+
     def to_dict(self, probe_error: BaseException | None = None) -> dict[str, Any]:
         """The ``database`` entry of /health; ``probe_error``: what a read of the tables just now raised."""
         if probe_error is not None:

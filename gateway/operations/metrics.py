@@ -21,6 +21,8 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+MAX_STREAKS = 1000
+"""Sessions whose compaction streak is kept (the least recently compacted are forgotten first)."""
 
 
 class Count:
@@ -193,6 +195,8 @@ class Metrics(Collector):
             "switchboard_delivery_failed_total", "Reply chunks given up after trying for undelivered_keep_hours", ["platform"]
         )
         self.compaction_failures = Count("switchboard_compaction_failures_total", "Compactions that failed")
+        self.compaction_streaks: dict[str, int] = {}
+        """Per session key: compactions failed in a row (0: the last one worked); read by the alerts."""
         self.disk_free_ratio = Level("switchboard_disk_free_ratio", "Share of the home's file system that is free (0-1)")
         self._all: tuple[Count | Level | Levels | Timing, ...] = tuple(
             m for m in vars(self).values() if isinstance(m, Count | Level | Levels | Timing)
@@ -205,6 +209,16 @@ class Metrics(Collector):
         totals = self.tokens.totals
         for kind, n in (("input", input_tokens), ("output", output_tokens), ("cache_read", cache_read), ("cache_write", cache_write)):
             totals[(kind,)] = totals.get((kind,), 0.0) + n
+
+    def compaction_done(self, session_key: str, *, failed: bool) -> None:
+        """A compaction of the session ``session_key`` ended: counted when it failed, and its streak kept."""
+        streaks = self.compaction_streaks
+        streak = streaks.pop(session_key, 0)  # popped and put back: the dict stays in order of last use
+        if failed:
+            self.compaction_failures.inc()
+        streaks[session_key] = streak + 1 if failed else 0
+        if len(streaks) > MAX_STREAKS:
+            del streaks[next(iter(streaks))]
 
     def collect(self) -> Iterator[Metric]:
         for metric in self._all:

@@ -102,6 +102,7 @@ class TurnRecorder:
             await self._store.add_call_usage((await self._session.settled()).id, usage)
 
     async def on_compaction(self, result: CompressionResult) -> None:
+        self._metrics.compaction_done(self._session.record.session_key, failed=result.summary_failed)
         await self._store_reply()
         await self.flush()
         self._session.record = await self._conversations.split(await self._session.settled(), result.messages)

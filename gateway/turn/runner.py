@@ -268,6 +268,8 @@ class TurnRunner:
         # Summarising is a model call of its own, often the longest part of such a turn: show typing.
         async with typing(self._adapters[first.platform], first.chat_id, first.thread_id):
             result = await hygiene.compact(turn.history, agent, verdict)
+        if result.compacted or result.summary_failed:  # counted for the alerts (a failing summary model)
+            self._metrics.compaction_done(session.record.session_key, failed=result.summary_failed)
         if result.compacted:
             session.record = await self._conversations.split(await session.settled(), result.messages)
             turn.history = list(result.messages)

@@ -115,3 +115,20 @@ def test_a_new_homes_dotenv_lists_every_variable_a_secret_is_read_from(tmp_path:
         "#",
         "# Platforms (set the ones you use):",
     ]
+
+
+def test_alert_webhook_urls_and_header_values_are_secrets_masked_in_a_backups_config(tmp_path: Path) -> None:
+    text = ("alerts:\n  webhooks:\n    - url: https://hooks.example.org/T0/url-secret-1234\n"
+            "      headers: {Authorization: 'Bearer hdr-secret-4567', X-Team.Key: team-secret-8901}\n"
+            "    - {url: '${SECOND_HOOK}'}\n")  # fmt: skip
+    environ = {"SECOND_HOOK": "https://other.example.org/hook-secret-2345"}
+    loaded = load_written(tmp_path, text, environ)
+    webhook_paths = [path for path in loaded.secret_paths() if path.startswith("alerts.")]
+    assert webhook_paths == ["alerts.webhooks.0.url", "alerts.webhooks.0.headers.Authorization",
+                             "alerts.webhooks.0.headers.X-Team.Key", "alerts.webhooks.1.url"]  # fmt: skip
+    assert {"https://hooks.example.org/T0/url-secret-1234", "Bearer hdr-secret-4567", "team-secret-8901",
+            "https://other.example.org/hook-secret-2345"} <= set(loaded.secrets())  # fmt: skip
+    masked = mask_inline_secrets(loaded, environ)
+    for secret in ("url-secret-1234", "hdr-secret-4567", "team-secret-8901"):
+        assert secret not in masked.text
+    assert "${SWITCHBOARD_ALERTS_WEBHOOKS_0_URL}" in masked.text and "${SECOND_HOOK}" in masked.text

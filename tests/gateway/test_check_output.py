@@ -37,6 +37,7 @@ def screen(key: str, rest: str) -> str:
         "  voice notes  not transcribed (media.transcription is not set: users are told voice notes are not "
         "supported here)",
         "  health       http://127.0.0.1:8642/health",
+        "  alerts       nowhere (alerts.chats and alerts.webhooks are empty: problems show in /health, /metrics and the log)",
         "  platforms  ",
         rest,
     ]) + "\n"  # fmt: skip
@@ -246,3 +247,21 @@ def test_check_says_where_voice_notes_are_transcribed_and_never_shows_the_key(
     (line,) = [line for line in done.stdout.splitlines() if line.startswith("  voice notes  ")]
     assert line == "  voice notes  " + expected.replace("{home}", str(tmp_path))
     assert "0123" not in done.stdout and "pw@" not in done.stdout
+
+
+def test_check_lists_the_alert_destinations_without_the_webhooks_secrets(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text(
+        "platforms:\n  slack: {enabled: false}\n"
+        "alerts:\n  chats: [telegram:123456789, 'slack:C0123ABCD']\n  max_per_hour: 5\n"
+        "  webhooks:\n    - url: ${ALERT_WEBHOOK_URL}\n      headers: {Authorization: 'Bearer hdr-secret-4567'}\n"
+        "    - {url: 'https://ops:pw-9876@alerts.example.org/hook?key=q-secret-6543'}\n", encoding="utf-8")  # fmt: skip
+    done = switchboard("check", home=tmp_path, TELEGRAM_BOT_TOKEN="123:abc", DISCORD_BOT_TOKEN="d-token",
+                       ALERT_WEBHOOK_URL="https://hooks.slack.com/services/T000/B000/url-secret-1234")  # fmt: skip
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("  alerts       ")]
+    assert line == (
+        "  alerts       to telegram:123456789; slack:C0123ABCD (its platform is off: skipped); "
+        "POST https://hooks.slack.com/[REDACTED] with header Authorization; POST https://alerts.example.org/[REDACTED]; "
+        "at most 5 an hour to each"
+    )
+    for secret in ("url-secret-1234", "hdr-secret-4567", "pw-9876", "q-secret-6543", "T000"):
+        assert secret not in done.stdout + done.stderr

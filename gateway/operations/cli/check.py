@@ -10,6 +10,7 @@ import argparse
 
 from config.loader import LoadedConfig
 from config.plan import RunPlan, build_plan
+from gateway.operations.alerts.webhook import masked_url
 from gateway.operations.cli.common import EXIT_CONFIG, add_config_option, load_config_or_exit, show
 from gateway.operations.version import version
 
@@ -46,6 +47,7 @@ def render_plan(loaded: LoadedConfig, plan: RunPlan) -> str:
         ("compression", _compression_line(loaded)),
         ("voice notes", _transcription_line(loaded)),
         ("health", f"http://{s.health.host}:{s.health.port}/health"),
+        ("alerts", _alerts_line(loaded, plan)),
     ]
     width = max(len(label) for label, _ in rows)
     lines = [f"Switchboard {version()}: configuration is valid", ""]
@@ -101,3 +103,17 @@ def _transcription_line(loaded: LoadedConfig) -> str:
         key = f"no key, which OpenAI refuses ({loaded.looked_for(['media.transcription.api_key'])})"
     language = f"language {t.language}" if t.language else "language detected"
     return f"transcribed by {t.model} at {t.endpoint} ({language}, timeout {t.timeout:g} s), {key}"
+
+
+def _alerts_line(loaded: LoadedConfig, plan: RunPlan) -> str:
+    """Where operator alerts go: the chats, and each webhook by its host only (the URL and headers are secrets)."""
+    a = loaded.settings.alerts
+    shown = [target if target.partition(":")[0].strip() in plan.enabled else f"{target} (its platform is off: skipped)"
+             for target in a.chats]  # fmt: skip
+    for webhook in a.webhooks:
+        names = ", ".join(webhook.headers)
+        headers = f" with header{'s' if len(webhook.headers) != 1 else ''} {names}" if webhook.headers else ""
+        shown.append(f"POST {masked_url(webhook.url)}{headers}")
+    if not shown:
+        return "nowhere (alerts.chats and alerts.webhooks are empty: problems show in /health, /metrics and the log)"
+    return f"to {'; '.join(shown)}; at most {a.max_per_hour} an hour to each"
