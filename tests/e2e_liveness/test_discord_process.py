@@ -44,7 +44,7 @@ def write_config(home: Path, model_server: ModelServer, discord: DiscordEmulator
                          "poll_timeout": 1, "stall_timeout": 2},
             "slack": {"enabled": False},
         },
-        "liveness": {"idle_probe_after": 2, "check_every": 0.2, "probe_timeout": 10},
+        "liveness": {"idle_probe_after": 3, "check_every": 0.2, "probe_timeout": 10},
         "alerts": {"chats": [f"telegram:{OPS_CHAT}"], "degraded_after_minutes": 0,
                    "webhooks": [{"url": receiver.url(), "headers": {"Authorization": HOOK_TOKEN}}]},
         "sessions": {"debounce_ms": 0}, "health": {"port": 0}, "logging": {"console": False},
