@@ -1,4 +1,5 @@
-"""Fixtures of the end-to-end liveness tests: the Discord emulator and the alert webhook receiver."""
+"""Fixtures of the end-to-end liveness tests: the Discord emulator, the alert webhook receiver, and the
+real gateway with Telegram (``start_telegram``, as the Telegram adapter's tests start it)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest_asyncio
 
+from tests.adapters.telegram.conftest import start_telegram
 from tests.fakes.discord_api import DiscordEmulator
 from tests.fakes.webhook_receiver import WebhookReceiver
 
@@ -28,3 +30,6 @@ async def receiver() -> AsyncIterator[WebhookReceiver]:
         yield hook
     finally:
         await hook.stop()
+
+
+__all__ = ["emulator", "receiver", "start_telegram"]
