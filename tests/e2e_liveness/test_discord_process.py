@@ -10,21 +10,21 @@ from __future__ import annotations
 import asyncio
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.adapters.discord.conftest import ALICE, discord_section
-from tests.adapters.discord.test_process import health
+from tests.adapters.discord.test_process import health, launch
 from tests.fakes.discord_api import DiscordEmulator, SentMessage
 from tests.fakes.model_server import ModelServer
+from tests.fakes.relay_platform import RelayPlatform
 from tests.fakes.telegram_api import TelegramAPI
 from tests.fakes.telegram_api.builders import Chat, User
 from tests.fakes.webhook_receiver import WebhookReceiver
-from tests.gateway.processes import REPO, clean_env, terminate
+from tests.gateway.conftest import write_config
+from tests.gateway.processes import terminate
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow
@@ -33,11 +33,10 @@ OPS_CHAT = 4242
 HOOK_TOKEN = "Bearer hook-secret-5e6f7a8b"
 
 
-def write_config(home: Path, model_server: ModelServer, discord: DiscordEmulator, telegram: TelegramAPI,
-                 receiver: WebhookReceiver, **more: Any) -> Path:  # fmt: skip
-    home.mkdir(parents=True, exist_ok=True)
-    config = {
-        "model": {"api_key": "test", "base_url": model_server.base_url},
+def config_for(home: Path, model_server: ModelServer, discord: DiscordEmulator, telegram: TelegramAPI,
+               receiver: WebhookReceiver) -> Path:  # fmt: skip
+    """Discord and Telegram (the alert chat's platform), quick liveness probes, alerts at once."""
+    return write_config(home, model_server, {
         "platforms": {
             "discord": discord_section(discord),
             "telegram": {"token": telegram.token, "api_base_url": telegram.base_url, "allowed_users": ["1"],
@@ -47,21 +46,7 @@ def write_config(home: Path, model_server: ModelServer, discord: DiscordEmulator
         "liveness": {"idle_probe_after": 3, "check_every": 0.2, "probe_timeout": 10},
         "alerts": {"chats": [f"telegram:{OPS_CHAT}"], "degraded_after_minutes": 0,
                    "webhooks": [{"url": receiver.url(), "headers": {"Authorization": HOOK_TOKEN}}]},
-        "sessions": {"debounce_ms": 0}, "health": {"port": 0}, "logging": {"console": False},
-        "gateway": {"drain_timeout": 2},
-        **more,
-    }  # fmt: skip
-    path = home / "config.yaml"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    return path
-
-
-def launch(home: Path, config: Path) -> subprocess.Popen[bytes]:
-    with (home / "stderr.txt").open("ab") as stderr:
-        return subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.run_gateway", "--config", str(config)],
-            cwd=REPO, env=clean_env(home), stdout=subprocess.DEVNULL, stderr=stderr,
-        )  # fmt: skip
+    })  # fmt: skip
 
 
 def log_lines(home: Path, needle: str) -> list[str]:
@@ -99,11 +84,11 @@ def asked(server: ModelServer, text: str) -> int:
 
 async def test_a_deaf_discord_is_degraded_reconnected_caught_up_and_alerted_once_then_recovered(
     tmp_path: Path, model_server: ModelServer, emulator: DiscordEmulator, telegram_api: TelegramAPI,
-    receiver: WebhookReceiver,
+    receiver: WebhookReceiver, relay: RelayPlatform,
 ) -> None:  # fmt: skip
     home = tmp_path / "home"
     telegram_api.add_chat(Chat.private(User(id=OPS_CHAT, first_name="Ops")))  # the operator's DM with the bot
-    process = launch(home, write_config(home, model_server, emulator, telegram_api, receiver))
+    process = await launch(home, config_for(home, model_server, emulator, telegram_api, receiver), relay)
     assert emulator.gateway is not None
     try:
         url = (await log_line(home, "health.listening", process)).split("url=")[1].split()[0]
