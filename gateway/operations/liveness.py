@@ -49,6 +49,7 @@ class ProbeRecord:
     """One probe's outcome, as /health shows it."""
 
     at: float
+    """When the probe ended."""
     ok: bool
     detail: str
     latency: float | None = None
@@ -148,7 +149,6 @@ class LivenessMonitor:
         """Probe ``adapter`` now and act on a failure (see the module's docstring)."""
         platform = adapter.platform
         timeout = self._settings.probe_timeout
-        at = self._clock()
         try:
             points = await self._points(platform, PROBE_POINTS)
         except Exception as error:  # noqa: BLE001 - the database failing is no fault of the connection
@@ -162,7 +162,9 @@ class LivenessMonitor:
         except Exception as error:  # noqa: BLE001 - a probe that raises failed (the contract says it should not)
             log.warning("adapter.probe_raised", platform=platform, error=str(error)[:300], exc_info=error)
             found = Liveness(False, f"the probe raised {type(error).__name__}: {error}"[:300])
-        record = ProbeRecord(at, found.ok, found.detail, found.latency)
+        # Dated when it ended: the quiet period starts again then, so a probe slower than idle_probe_after is not
+        # followed at once by another that tears down the reconnect this one just asked for.
+        record = ProbeRecord(self._clock(), found.ok, found.detail, found.latency)
         self._probes[platform] = record
         self._metrics.probes.inc(platform, "ok" if found.ok else "failed")
         if found.ok:

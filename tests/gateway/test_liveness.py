@@ -279,3 +279,37 @@ async def test_only_a_quiet_adapter_that_claims_to_be_up_is_probed_and_not_again
     quiet.connected_again()
     await monitor.check()
     assert requests == [("quiet", "reconnected after a failed liveness probe")]
+
+
+class SlowProbe(ListeningAdapter):
+    """A stand-in whose probe takes ``seconds`` on ``clock`` (Discord's gives a suspect message a grace first)."""
+
+    def __init__(self, clock: Clock, seconds: float) -> None:
+        super().__init__()
+        self._clock, self._seconds = clock, seconds
+
+    async def probe_liveness(self, points):  # type: ignore[no-untyped-def] - as the parent's
+        self._clock.now += self._seconds
+        return await super().probe_liveness(points)
+
+
+async def test_a_probe_slower_than_the_quiet_period_does_not_tear_down_the_reconnect_it_asked_for() -> None:
+    clock = Clock()
+    adapter = SlowProbe(clock, seconds=5)
+    adapter._set_state(AdapterState.RUNNING)
+    adapter.probe_result = Liveness(False, "deaf")
+    adapter.hold_reconnect = True  # the new connection takes a while
+
+    async def no_points(platform: str, limit: int) -> list:
+        return []
+
+    monitor = LivenessMonitor([adapter], LivenessConfig(idle_probe_after=3), Metrics(), points=no_points,
+                              catch_up=lambda platform, reason: None, watched_chats={}, clock=clock)  # fmt: skip
+    clock.now += 3
+    await monitor.check()
+    assert (len(adapter.probed), len(adapter.reconnects)) == (1, 1)
+    await monitor.check()  # the next look, a moment after the probe ended
+    assert (len(adapter.probed), len(adapter.reconnects)) == (1, 1)  # the reconnect just asked for is left to run
+    clock.now += 3
+    await monitor.check()
+    assert (len(adapter.probed), len(adapter.reconnects)) == (2, 2)  # quiet as long again: probed again

@@ -112,6 +112,10 @@ class GatewayServer:
         """Make every existing session unresumable, as Discord does after a long outage."""
         self.sessions.clear()
 
+    def hold(self) -> None:
+        """Make new connections wait for :meth:`release` (the current one goes on): a reconnect that takes a while."""
+        self._accepting.clear()
+
     def release(self) -> None:
         self._accepting.set()
 
