@@ -26,7 +26,7 @@ class AlertsConfig(Section):
     webhooks: list[AlertWebhook] = []
     """URLs alerts are POSTed to (JSON), tried again with backoff until they answer 2xx."""
     degraded_after_minutes: Annotated[float, between(0.0, 1440.0)] = 5.0
-    """An adapter degraded or failed for this long raises an alert (0: at once)."""
+    """An adapter degraded or failed for this long raises an alert (0: at the first check that finds it so)."""
     model_failures: PositiveInt = 3
     """This many turns failed by the model within ``model_failures_minutes`` raise an alert."""
     model_failures_minutes: Annotated[float, between(0.1, 1440.0)] = 10.0
@@ -34,6 +34,8 @@ class AlertsConfig(Section):
     """Compaction failing this many times in a row for one session raises an alert."""
     disk_free_percent: Annotated[float, between(0.0, 100.0)] = 5.0
     """Free space on the home's file system below this share raises an alert (0: never)."""
+    check_every: Annotated[float, between(0.1, 3600.0)] = 15.0
+    """Seconds between two looks at the conditions: a spell shorter than this may pass unalerted."""
     max_per_hour: Annotated[int, between(1, 10_000)] = 20
     """At most this many alerts an hour are sent to each destination; the rest are counted and summed up in
     the next one that goes out."""

@@ -136,9 +136,10 @@ class CatchUp:
 
     def request(self, platform: str, reason: str) -> None:
         """Catch up on ``platform`` now, or once the run in progress there ends. Returns at once."""
-        if not self._settings.enabled or self._closed or platform not in self._adapters:
-            log.info("adapter.catchup_skipped", platform=platform, reason=reason,
-                     why="catch_up.enabled is off" if not self._settings.enabled else "not running")  # fmt: skip
+        if not self._settings.enabled or self._closed or not self.can(platform):
+            why = ("catch_up.enabled is off" if not self._settings.enabled else "stopping" if self._closed
+                   else "the platform keeps what was not delivered" if platform in self._adapters else "not running")
+            log.info("adapter.catchup_skipped", platform=platform, reason=reason, why=why)
             return
         if platform in self._running:
             self._again[platform] = reason

@@ -1,6 +1,6 @@
 """The alert monitor: every check, conditions that began are alerted once and those that ended once more.
 
-:class:`Alerts` runs :meth:`Alerts.check` every :data:`CHECK_EVERY` seconds. A condition that holds
+:class:`Alerts` runs :meth:`Alerts.check` every ``alerts.check_every`` seconds. A condition that holds
 and was not alerted yet fires (``alert.fired`` in the log, ``switchboard_alerts_total{event="fired"}``);
 one alerted that no longer holds clears ("recovered", ``alert.cleared``). Each goes to every
 destination in ``alerts.chats`` and ``alerts.webhooks`` that the hour's budget allows
@@ -38,8 +38,6 @@ from storage import Store
 
 log = structlog.get_logger("gateway.alerts")
 
-CHECK_EVERY = 15.0
-"""Seconds between two checks."""
 STATE_FILE = "alerts.json"
 
 
@@ -55,14 +53,13 @@ class Alerts:
         database: DatabaseHealth,
         spawn: Spawn,
         clock: Callable[[], float] = time.time,
-        check_every: float = CHECK_EVERY,
     ) -> None:
         """``clock``: the wall clock alerts are dated and the hourly budget counted by."""
         settings = self.settings = loaded.settings.alerts
         self.sender = WebhookSender(settings.webhooks)
         delivery.add_sender(self.sender)
         self.clock = clock
-        self._check_every = check_every
+        self._check_every = settings.check_every
         self._metrics = metrics
         self.watch = Watch(settings, adapters=adapters, metrics=metrics, database=database, home=loaded.home)
         metrics.disk_free_ratio.set_function(lambda: _or_nan(self.watch.free_space()[0]))
