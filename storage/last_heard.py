@@ -42,17 +42,19 @@ async def last_heard(conn: aiosqlite.Connection, *, platform: str, limit: int) -
 
     One scan of the platform's inbox rows (a week at most); the newest message of a chat is the one
     with the latest send time, so messages stored out of order (read back after a reconnect) do
-    not move the mark back.
+    not move the mark back; of two sent in the same instant, the one stored last.
     """
     rows = await conn.execute_fetchall(
         """WITH open AS (
                SELECT chat_id, thread_id, MAX(chat_type) AS chat_type, MAX(started_at) AS started_at
                FROM sessions WHERE platform = ?1 AND ended_at IS NULL GROUP BY chat_id, thread_id
-           ), heard AS (
+           ), stored AS (
                SELECT payload->>'chat_id' AS chat_id, payload->>'thread_id' AS thread_id,
-                      payload->>'message_id' AS message_id, MAX(payload->>'timestamp') AS at
-               FROM inbox WHERE platform = ?1 GROUP BY 1, 2
-           )
+                      payload->>'message_id' AS message_id, payload->>'timestamp' AS at,
+                      ROW_NUMBER() OVER (PARTITION BY payload->>'chat_id', payload->>'thread_id'
+                                         ORDER BY payload->>'timestamp' DESC, id DESC) AS newest
+               FROM inbox WHERE platform = ?1
+           ), heard AS (SELECT chat_id, thread_id, message_id, at FROM stored WHERE newest = 1)
            SELECT o.chat_id, o.chat_type, o.thread_id, h.message_id, h.at, o.started_at
            FROM open AS o LEFT JOIN heard AS h ON h.chat_id = o.chat_id AND h.thread_id IS o.thread_id
            ORDER BY COALESCE(h.at, o.started_at) DESC LIMIT ?2""",

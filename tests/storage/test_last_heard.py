@@ -48,3 +48,17 @@ async def test_ended_sessions_and_other_platforms_are_left_out_and_the_newest_co
     chats = await store.last_heard("slack", limit=2)
 
     assert [(c.chat_id, c.message_id) for c in chats] == [("C3", "2"), ("C2", "1")]
+
+
+async def test_of_two_messages_sent_in_the_same_instant_the_one_stored_last_is_the_mark(store: Store) -> None:
+    # Discord dates messages to the millisecond: two can share a send time. Either way round, the mark is the
+    # later stored one, so the next catch-up does not read the other back again.
+    for first, second in (("500", "501"), ("601", "600")):
+        chat = f"C{first}"
+        await store.create_session(session_key=f"slack:dm:{chat}", platform="slack", chat_id=chat, chat_type="dm")
+        for message_id in (first, second):
+            await store.inbox_accept("slack", f"{chat}:{message_id}", f"slack:dm:{chat}", _payload(chat, message_id, 42.0))
+
+    chats = {c.chat_id: c.message_id for c in await store.last_heard("slack")}
+
+    assert chats == {"C500": "501", "C601": "600"}
