@@ -381,6 +381,11 @@ def _add_media_column(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE messages ADD COLUMN media TEXT")
 
 
+# Where each open conversation last heard from (``storage/last_heard.py``): its newest inbox rows,
+# found without reading the week's payloads.
+_V10_INBOX_BY_SESSION: Final = ("CREATE INDEX inbox_by_session ON inbox(session_key, id)",)
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "sessions, messages and word search", _statements(*_V1_CORE, *_fts_ddl(_V1_FTS_COLUMNS))),
     Migration(
@@ -411,6 +416,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     ),
     Migration(8, "streamed replies: live outbox rows, and how a row was streamed", _statements(*_V8_OUTBOX)),
     Migration(9, "media references on messages (the bytes stay in the home's media folder)", _add_media_column),
+    Migration(10, "the inbox by session, for where a catch-up reads from", _statements(*_V10_INBOX_BY_SESSION)),
 )
 
 LATEST: Final = MIGRATIONS[-1].version
