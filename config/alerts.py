@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from pydantic import field_validator
+from pydantic_core import PydanticCustomError
 
 from config.fields import PositiveInt, Section, between
 
@@ -46,5 +47,8 @@ class AlertsConfig(Section):
         for target in value:
             platform, _, chat = target.partition(":")
             if not platform.strip() or not chat.strip():
-                raise ValueError(f"{target!r} is not a chat to alert: write platform:chat_id, the platform as named under platforms:")
+                raise PydanticCustomError(
+                    "alert_platform", "\"{target}\" is not a chat to alert: write platform:chat_id, the platform as "
+                    "named under platforms:", {"target": target},
+                )  # fmt: skip
         return value

@@ -90,6 +90,15 @@ def test_out_of_range_value_names_path_value_and_range(tmp_path: Path) -> None:
     ]
 
 
+def test_an_alert_chat_names_a_platform_and_a_chat(tmp_path: Path) -> None:
+    assert problems(tmp_path, "alerts:\n  chats: ['slack:']\n") == [
+        'alerts.chats: "slack:" is not a chat to alert: write platform:chat_id, the platform as named under platforms:'
+    ]
+    assert problems(tmp_path, "alerts:\n  chats: ['tg:42', 'telegram:42', 'matrix:!room']\n") == [
+        "alerts: chats tg:42 and matrix:!room: the part before the colon must be a platform (telegram, discord, slack)"
+    ]
+
+
 def test_streaming_keys_are_checked(tmp_path: Path) -> None:
     assert problems(tmp_path, "gateway:\n  streaming: always\n"
                               "platforms:\n  discord:\n    stream_edit_interval: 0.1\n") == [  # fmt: skip
