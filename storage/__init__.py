@@ -1,7 +1,8 @@
 """Durable sessions, messages, lineage, search and the gateway's inbox, outbox and pairing: one SQLite file
 (and the media users send: files in a folder, ``MediaFolder``).
 
-``from storage import Store`` and ``await Store.open(path)``; see ``storage/store.py``.
+``from storage import Store`` and ``await Store.open(path)``; see ``storage/store.py``. What any engine must
+offer the rest of the project is ``StorageEngine`` (``storage/contract.py``); ``Store`` is the SQLite one.
 This package is a leaf: it imports nothing from gateway, agent, adapters or config, and this
 module is its only door: other packages import the names below, never a module inside.
 
@@ -13,6 +14,7 @@ CJK pairs, the substring vocabulary and its indexer).
 """
 
 from storage.backup import DatabaseCheck, backup_database, check_database, database_in_use, restore_database
+from storage.contract import BackupHooks, PairingStorage, StorageEngine
 from storage.engine.retry import RetryPolicy, is_busy
 from storage.engine.writer import MergePolicy
 from storage.errors import (
@@ -57,6 +59,7 @@ from storage.store import Store
 
 __all__ = [
     "BackupError",
+    "BackupHooks",
     "DatabaseCheck",
     "END_COMPRESSION",
     "Fault",
@@ -73,6 +76,7 @@ __all__ = [
     "OutboxChunk",
     "OutboxRecord",
     "PairingCode",
+    "PairingStorage",
     "ReadFailedError",
     "RetryPolicy",
     "SCHEMA_VERSION",
@@ -82,6 +86,7 @@ __all__ = [
     "SearchOwner",
     "SessionNotFoundError",
     "SessionRecord",
+    "StorageEngine",
     "StorageError",
     "Store",
     "StoreClosedError",
