@@ -299,8 +299,8 @@ class StorageEngine(Protocol):
     def outbox_add(
         self, turn_id: str, platform: str, chat_id: str, thread_id: str | None, chunks: Sequence[str | OutboxChunk]
     ) -> Awaitable[list[OutboxRecord]]:
-        """Queue a message that answers no event (a notice, progress), its chunks in order; the same ``turn_id``
-        again returns the rows of the first call and queues nothing."""
+        """Queue a message that answers no event (a notice, progress), its chunks in order. A chunk queued under
+        ``turn_id`` before, at the same place, is kept as first queued and returned again: nothing is sent twice."""
         ...
 
     def outbox_mark_sent(self, outbox_id: int, platform_message_id: str | None) -> Awaitable[bool]:
