@@ -156,7 +156,9 @@ def test_the_comparison_sees_a_drifted_signature(mutate: str) -> None:
         Drifted.inbox_mark_done = inbox_mark_done  # type: ignore[method-assign,assignment]
     else:
 
-        async def list_sessions(self: Store, platform: str | None = None, limit: int = 10) -> list[storage.SessionRecord]:
+        async def list_sessions(
+            self: Store, platform: str | None = None, limit: int = 10
+        ) -> list[storage.SessionRecord]:
             raise NotImplementedError
 
         Drifted.list_sessions = list_sessions  # type: ignore[method-assign]

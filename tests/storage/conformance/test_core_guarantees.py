@@ -24,11 +24,13 @@ from tests.storage.conformance.conftest import Opener
 
 
 def reply(turn_id: str, texts: list[str], **fields: object) -> TurnEnd:
-    return TurnEnd(turn_id, "telegram", "1", None, [OutboxChunk(text=t) for t in texts], **fields)  # type: ignore[arg-type]
+    chunks = [OutboxChunk(text=t) for t in texts]
+    return TurnEnd(turn_id, "telegram", "1", None, chunks, **fields)  # type: ignore[arg-type]
 
 
 async def test_an_inbound_event_is_stored_once_however_often_it_arrives(engine: StorageEngine, reopen: Opener) -> None:
-    firsts = await asyncio.gather(*(engine.inbox_accept("telegram", "u1", "telegram:1", {"text": "hi"}) for _ in range(5)))
+    at_once = [engine.inbox_accept("telegram", "u1", "telegram:1", {"text": "hi"}) for _ in range(5)]
+    firsts = await asyncio.gather(*at_once)
     assert sorted(firsts) == [False, False, False, False, True]
     assert await engine.inbox_accept("telegram", "u1", "telegram:1", {"text": "again"}) is False
     assert await engine.inbox_accept("discord", "u1", "discord:1", {}) is True  # the id is per platform
