@@ -57,9 +57,10 @@ def find_bindir() -> Path:
     for bindir in candidates:
         if all((bindir / tool).is_file() for tool in ("initdb", "pg_ctl", "postgres")):
             return bindir
+    looked = ", ".join(dict.fromkeys(str(bindir) for bindir in candidates))
     raise PostgresUnavailable(
-        f"no PostgreSQL server binaries (initdb, pg_ctl, postgres) in {DEBIAN_BINDIR}, in `pg_config --bindir`"
-        f"{' (' + str(candidates[1]) + ')' if pg_config and len(candidates) > 1 else ' (no pg_config)'} or on the PATH;"
+        f"no PostgreSQL server binaries (initdb, pg_ctl, postgres) in {looked}"
+        f"{'' if pg_config else ' (no pg_config)'}{'' if initdb else ' nor initdb on the PATH'};"
         " install postgresql-15 (Debian: apt-get install postgresql-15)"
     )
 
@@ -78,7 +79,9 @@ def _server_user() -> pwd.struct_passwd | None:
     for name in UNPRIVILEGED_USERS:
         with contextlib.suppress(KeyError):
             return pwd.getpwnam(name)
-    raise PostgresUnavailable(f"running as root and none of the users {', '.join(UNPRIVILEGED_USERS)} exists to run PostgreSQL as")
+    raise PostgresUnavailable(
+        f"running as root, and none of the users {', '.join(UNPRIVILEGED_USERS)} exists to run PostgreSQL as"
+    )
 
 
 class PostgresServer:
@@ -162,7 +165,9 @@ class PostgresServer:
         return self._run(tool, "--host", "127.0.0.1", "--port", str(self.port), "--username", SUPERUSER, *args,
                          as_server=False, check=True, cwd=None)  # fmt: skip
 
-    def _run(self, tool: str, *args: str, as_server: bool, check: bool, cwd: Path | None) -> subprocess.CompletedProcess[str]:
+    def _run(
+        self, tool: str, *args: str, as_server: bool, check: bool, cwd: Path | None
+    ) -> subprocess.CompletedProcess[str]:
         account = self._account if as_server else None
         env = {**os.environ, "LC_ALL": "C.UTF-8", "PGTZ": "UTC"}
         if account is not None:
