@@ -1,7 +1,8 @@
-"""Session-wide fixtures for the local protocol peers (model server, platform emulators)."""
+"""Session-wide fixtures for the local protocol peers (model server, platform emulators, PostgreSQL server)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -9,6 +10,7 @@ import pytest_asyncio
 
 from tests.fakes.model_server import ModelServer
 from tests.fakes.other_site import OtherSite
+from tests.fakes.postgres_server import PostgresServer, PostgresUnavailable
 from tests.fakes.relay_platform import RelayPlatform
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import TelegramAPI
@@ -83,3 +85,30 @@ async def other_site() -> AsyncIterator[OtherSite]:
         yield site
     finally:
         await site.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of the machine's own binaries, started when a test first asks for it and shared by
+    the whole session; the test is skipped (saying where the binaries were looked for) where there are none."""
+    try:
+        server = PostgresServer()
+    except PostgresUnavailable as missing:
+        pytest.skip(str(missing))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+_databases = itertools.count(1)
+
+
+@pytest.fixture
+def postgres_dsn(postgres: PostgresServer) -> Iterator[str]:
+    """The URL of a new empty database on the session's PostgreSQL server, dropped after this test."""
+    name = f"test_{next(_databases)}"
+    dsn = postgres.create_database(name)
+    yield dsn
+    postgres.drop_database(name)
