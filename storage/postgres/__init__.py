@@ -1,0 +1,7 @@
+"""The PostgreSQL storage engine, being built for issue 30: the same storage surface as the SQLite
+``Store`` (``storage/contract.py``), on a PostgreSQL 15 server through asyncpg.
+
+Not wired into config yet: nothing opens it until ``storage.url`` can name a PostgreSQL server.
+So far it holds its schema (``schema.py``) and the migrations that bring a database to it
+(``migrations.py``).
+"""
