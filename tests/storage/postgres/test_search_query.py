@@ -12,6 +12,7 @@ import pytest
 import pytest_asyncio
 
 from storage.postgres.search_query import excerpt, pg_search_query
+from storage.search.cjk import cjk_tokens
 from storage.search.fulltext import HIGHLIGHT
 from storage.search.query import MAX_QUERY_LENGTH
 
@@ -23,7 +24,8 @@ _TABLE = """
         id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         session_id TEXT NOT NULL,
         content TEXT NOT NULL,
-        search_vector TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', content)) STORED
+        search_cjk TEXT,
+        search_vector TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', {indexed})) STORED
     );
     CREATE INDEX messages_search_vector ON messages USING GIN (search_vector);
     CREATE INDEX messages_content_trigrams ON messages USING GIN (content gin_trgm_ops);
@@ -49,11 +51,11 @@ class Hit:
 
 
 class Table:
-    def __init__(self, conn: asyncpg.Connection, ids: dict[int, str]) -> None:
-        self.conn, self.names = conn, ids
+    def __init__(self, conn: asyncpg.Connection, ids: dict[int, str], *, cjk_pairs: bool) -> None:
+        self.conn, self.names, self.cjk_pairs = conn, ids, cjk_pairs
 
     async def search(self, text: str, limit: int = 20) -> list[Hit]:
-        query = pg_search_query(text, first=2)
+        query = pg_search_query(text, first=2, cjk_pairs=self.cjk_pairs)
         if query is None:
             return []
         rows = await self.conn.fetch(
@@ -77,17 +79,36 @@ class Table:
         return {hit.name for hit in await self.search(text)}
 
 
-@pytest_asyncio.fixture
-async def table(postgres_dsn: str) -> AsyncIterator[Table]:
-    conn = await asyncpg.connect(postgres_dsn)
+async def _table(dsn: str, *, cjk_pairs: bool) -> AsyncIterator[Table]:
+    conn = await asyncpg.connect(dsn)
     try:
-        await conn.execute(_TABLE)
+        indexed = "content || ' ' || coalesce(search_cjk, '')" if cjk_pairs else "content"
+        await conn.execute(_TABLE.format(indexed=indexed))
         ids = {}
         for name, content in CORPUS.items():
-            ids[await conn.fetchval("INSERT INTO messages (session_id, content) VALUES ('s1', $1) RETURNING id", content)] = name
-        yield Table(conn, ids)
+            row = await conn.fetchval(
+                "INSERT INTO messages (session_id, content, search_cjk) VALUES ('s1', $1, $2) RETURNING id",
+                content,
+                cjk_tokens([content]),
+            )
+            ids[row] = name
+        yield Table(conn, ids, cjk_pairs=cjk_pairs)
     finally:
         await conn.close()
+
+
+@pytest_asyncio.fixture
+async def table(postgres_dsn: str) -> AsyncIterator[Table]:
+    """The messages' vector is ``to_tsvector('simple', content)``: CJK is found with the trigram index."""
+    async for made in _table(postgres_dsn, cjk_pairs=False):
+        yield made
+
+
+@pytest_asyncio.fixture
+async def paired(postgres_dsn: str) -> AsyncIterator[Table]:
+    """The messages' vector also holds the CJK pair stream (``cjk_tokens``): CJK is found as pairs of words."""
+    async for made in _table(postgres_dsn, cjk_pairs=True):
+        yield made
 
 
 @pytest.mark.parametrize(
@@ -158,6 +179,24 @@ async def test_parts_of_words_and_cjk_are_found_with_the_match_marked(
     assert {hit.name for hit in hits} == expected
     for hit in hits:
         assert OPEN in hit.excerpt and CLOSE in hit.excerpt, hit
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [("部署", {"chinese"}), ("山", {"chinese"}), ("大别山", {"chinese"}), ("部署了服务", {"chinese"}),
+     ("用docker部署", {"chinese"}), ("docker", {"chinese"}), ("検索", {"japanese"}), ("서울", {"korean"}),
+     ("服务大别", set()), ("别山风", set()), ("不存在", set()), ("docker NOT 部署", set())],
+)  # fmt: skip
+async def test_cjk_as_indexed_pairs_finds_the_same_as_sqlite(paired: Table, query: str, expected: set[str]) -> None:
+    hits = await paired.search(query)
+    assert {hit.name for hit in hits} == expected
+    for hit in hits:
+        assert OPEN in hit.excerpt and CLOSE in hit.excerpt and hit.rank > 0, hit
+
+
+@pytest.mark.parametrize("query", ["部署", "山", "'部署'", "部署:*", "大别山 OR 'x'", "部" * 3000])
+async def test_cjk_pairs_take_hostile_queries_too(paired: Table, query: str) -> None:
+    await paired.search(query)
 
 
 async def test_the_two_character_cjk_excerpt_marks_the_characters(table: Table) -> None:
