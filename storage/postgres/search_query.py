@@ -14,8 +14,9 @@ longer words. Each quoted string becomes one condition:
   one word), which a GIN ``gin_trgm_ops`` index on ``content`` serves from three characters; one
   and two characters give the index no trigram, so those are checked on every row the rest of
   the condition leaves (correct, but a sequential scan: measured 8.5 ms at 20,000 rows). With
-  ``cjk_pairs`` (the vector also holds ``cjk_tokens``' pairs) they are tsquery pair lookups. Latin text glued to CJK ("用docker部署")
-  is one word for the parser too, so it is searched the same way inside such a term.
+  ``cjk_pairs`` (the vector also holds ``cjk_tokens``' pairs) they are tsquery pair lookups.
+  Latin text glued to CJK ("用docker部署") is one word for the parser too, so without pairs it is
+  searched the same way inside such a term.
 * a term with punctuation inside ("chat-send", "my-app.config.ts") may sit in text the parser
   reads as one URL, host or file name ("deployment.apps/chat-send": no lexeme "chat-send"), so
   it is also searched as written: ``(vector @@ ... OR content ILIKE '%chat-send%')``.
@@ -110,7 +111,7 @@ def _operand(text: str, *, prefix: bool) -> str:
 
 
 def _cjk_run(text: str) -> str:
-    """The CJK run ``parse_query`` wrote as its index tokens: ``"大别 别山"`` -> ``"大别山"``, ``"山"`` -> ``"山"``."""
+    """The CJK run ``parse_query`` wrote as its index tokens: ``"大别 别山"`` -> ``"大别山"``."""
     tokens = text.split()
     return tokens[0] + "".join(token[-1] for token in tokens[1:])
 
