@@ -2,6 +2,6 @@
 ``Store`` (``storage/contract.py``), on a PostgreSQL 15 server through asyncpg.
 
 Not wired into config yet: nothing opens it until ``storage.url`` can name a PostgreSQL server.
-So far it holds its schema (``schema.py``) and the migrations that bring a database to it
-(``migrations.py``).
+So far it holds its schema (``schema.py``), the migrations that bring a database to it
+(``migrations.py``) and the search query language turned into PostgreSQL's (``search_query.py``).
 """
