@@ -111,7 +111,7 @@ class SchemaTooNewError(SchemaError):
         super().__init__(
             f"database {path} has schema version {db_version}, but this build of Switchboard only "
             f"knows versions up to {build_version}. Upgrade Switchboard (or point it at another "
-            f"database); the file was left untouched."
+            f"database); nothing in the database was changed."
         )
         self.path = path
         self.db_version = db_version
