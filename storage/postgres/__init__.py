@@ -3,5 +3,6 @@
 
 Not wired into config yet: nothing opens it until ``storage.url`` can name a PostgreSQL server.
 So far it holds its schema (``schema.py``), the migrations that bring a database to it
-(``migrations.py``) and the search query language turned into PostgreSQL's (``search_query.py``).
+(``migrations.py``), the search query language turned into PostgreSQL's (``search_query.py``), and
+running a transaction until it lands (``retry.py``, on the errors ``faults.py`` sorts).
 """

@@ -4,7 +4,8 @@
 ``/usr/lib/postgresql/15/bin``, else ``pg_config --bindir``, else ``initdb`` on the PATH): ``initdb``
 with trust authentication for local connections, then ``pg_ctl start`` on a free 127.0.0.1 port with its
 unix socket in the temporary directory, then ``createdb``. ``dsn`` is the URL to connect with;
-``stop()`` shuts the server down (fast mode) and removes the directory.
+``stop()`` shuts the server down (fast mode) and removes the directory; ``pause()`` and ``resume()`` stop
+and start it again on the same port, keeping its data (a server that goes away for a while).
 
 Durability is switched off (``fsync``, ``synchronous_commit``, ``full_page_writes``): the cluster lives
 for one test session and is thrown away, so a crash of the machine loses nothing anyone wanted.
@@ -129,15 +130,27 @@ class PostgresServer:
         )  # fmt: skip
         for attempt in range(3):  # another process may take the free port between our probe and the server's bind
             self.port = free_port()
-            options = " ".join(f"-c {key}={value}" for key, value in SETTINGS.items())
-            started = self._as_server(
-                "pg_ctl", "start", "--pgdata", str(self.base / "data"), "--log", str(self.log_path), "--wait",
-                "--timeout", "60", "-o", f"-p {self.port} -k {self.socket_dir} {options}", check=attempt == 2,
-            )  # fmt: skip
-            if started.returncode == 0:
+            if self._pg_ctl_start(check=attempt == 2).returncode == 0:
                 break
         self._client("createdb", self.database)
         return self
+
+    def pause(self) -> None:
+        """Stop the server (fast: open sessions are ended) but keep its cluster: the server has gone away."""
+        assert self.base is not None, "the server is not started"
+        self._as_server("pg_ctl", "stop", "--pgdata", str(self.base / "data"), "--mode", "fast", "--wait")
+
+    def resume(self) -> None:
+        """Start the server again after ``pause()``, on the same port, with everything it held."""
+        self._pg_ctl_start(check=True)
+
+    def _pg_ctl_start(self, *, check: bool) -> subprocess.CompletedProcess[str]:
+        assert self.base is not None, "the server is not started"
+        options = " ".join(f"-c {key}={value}" for key, value in SETTINGS.items())
+        return self._as_server(
+            "pg_ctl", "start", "--pgdata", str(self.base / "data"), "--log", str(self.log_path), "--wait",
+            "--timeout", "60", "-o", f"-p {self.port} -k {self.socket_dir} {options}", check=check,
+        )  # fmt: skip
 
     def create_database(self, name: str) -> str:
         """A new empty database on this server; its URL."""
