@@ -56,6 +56,7 @@ from storage.search.fulltext import MAX_HITS as MAX_SEARCH_HITS
 from storage.search.fulltext import SearchOwner
 from storage.sessions import Usage
 from storage.store import Store
+from storage.postgres.store import PostgresStore
 
 __all__ = [
     "BackupError",
@@ -77,6 +78,7 @@ __all__ = [
     "OutboxRecord",
     "PairingCode",
     "PairingStorage",
+    "PostgresStore",
     "ReadFailedError",
     "RetryPolicy",
     "SCHEMA_VERSION",

@@ -6,11 +6,12 @@ import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
 
-from storage import FaultSeam, MessageRecord, NewMessage, SessionRecord, Store
+from storage import FaultSeam, MessageRecord, NewMessage, PostgresStore, SessionRecord, Store
 
 
 class Watched(FaultSeam):
@@ -41,9 +42,34 @@ def faults() -> Watched:
     return Watched()
 
 
+ENGINES = ("sqlite", "postgresql")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test module marked ``pytestmark = pytest.mark.both_engines`` runs each of its tests that takes ``store`` on
+    both engines; a test in it marked ``sqlite_only`` (it looks at SQLite's own machinery) runs on SQLite alone."""
+    if "store" not in metafunc.fixturenames or metafunc.definition.get_closest_marker("both_engines") is None:
+        return
+    if metafunc.definition.get_closest_marker("sqlite_only") is not None:
+        return
+    metafunc.parametrize("engine_name", ENGINES, indirect=True)
+
+
+@pytest.fixture
+def engine_name(request: pytest.FixtureRequest) -> str:
+    """The engine the ``store`` fixture opens: SQLite unless the module runs on both engines."""
+    return getattr(request, "param", "sqlite")
+
+
 @pytest_asyncio.fixture
-async def store(db_path: Path, faults: Watched) -> AsyncIterator[Store]:
-    opened = await Store.open(db_path, faults=faults)
+async def store(engine_name: str, db_path: Path, faults: Watched, request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+    """A fresh store: SQLite in ``db_path`` with the ``faults`` seam, or PostgreSQL in a new empty database on the
+    session's server (``postgres_dsn``) for a ``both_engines`` module's ``postgresql`` leg."""
+    opened: Any
+    if engine_name == "postgresql":
+        opened = await PostgresStore.open(request.getfixturevalue("postgres_dsn"))
+    else:
+        opened = await Store.open(db_path, faults=faults)
     try:
         yield opened
     finally:
