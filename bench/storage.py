@@ -74,13 +74,12 @@ from bench import storage_postgres
 from bench.common import CpuSteal, add_loop_option, bench_parser, known_args, loop_name, percentile, say
 from bench.storage_workload import (
     Corpus,
+    append_figures,
     concurrent_appends,
-    history_loads,
     message_bytes,
     plant_spots,
     planted_words,
-    searches,
-    substring_searches,
+    reads,
     timed,
     with_word,
 )
@@ -292,17 +291,10 @@ def sqlite_figures(*, quick: bool, loop: Callable[[], asyncio.AbstractEventLoop]
         many_rate = floor(many_db, workload, bulk=False)
         burst = SESSIONS * per_session
         results = event_loop.run(_read_phase(store_db, planted, corpus, quick=quick, burst=burst), loop)
-    ratios = [rate / raw_rate for raw_rate, rate, _ in rounds]
-    latencies = [sample for _, _, samples in rounds for sample in samples]
     sizes = [message_bytes(message) for messages in workload for message in messages]
     return {
         "engine": "sqlite",
-        "appends_per_s": statistics.median(rate for _, rate, _ in rounds),
-        "raw_floor_per_s": statistics.median(raw_rate for raw_rate, _, _ in rounds),
-        "ratio_to_floor": statistics.median(ratios),
-        "append_p50_ms": percentile(latencies, 50) * 1000,
-        "append_p99_ms": percentile(latencies, 99) * 1000,
-        "append_max_ms": max(latencies) * 1000,
+        **append_figures(rounds),
         "appends_no_indexer_per_s": statistics.median(unindexed),
         "word_indexer_cost_pct": statistics.median(
             100 * (1 - rate / bare) for (_, rate, _), bare in zip(rounds, unindexed, strict=True)
@@ -339,11 +331,8 @@ async def _read_phase(
     store = await Store.open(path)
     try:
         await store.index_words()  # what the last round left, as the background indexer would
-        results.update(await searches(store, planted, repeat=repeat))
-        results["search_substring_p50_ms"] = await substring_searches(store, planted["rare"], repeat)
-        count = 100 if quick else 300
-        session_ids = [f"pre{s:05d}" for s in range(0, PRELOAD_SESSIONS, PRELOAD_SESSIONS // count)][:count]
-        results.update(await history_loads(store, session_ids, PRELOAD_PER_SESSION, repeat=repeat))
+        results.update(await reads(store, planted, quick=quick, sessions=PRELOAD_SESSIONS,
+                                   per_session=PRELOAD_PER_SESSION))  # fmt: skip
     finally:
         await store.close()
     store = await Store.open(path, word_index_interval=None)

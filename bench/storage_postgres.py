@@ -34,13 +34,12 @@ import asyncpg
 from bench.common import CpuSteal, loop_name, percentile, say
 from bench.storage_workload import (
     Corpus,
+    append_figures,
     concurrent_appends,
-    history_loads,
     message_bytes,
     plant_spots,
     planted_words,
-    searches,
-    substring_searches,
+    reads,
     with_word,
 )
 from gateway import event_loop
@@ -150,16 +149,12 @@ async def store_round(dsn: str, workload: list[list[NewMessage]]) -> tuple[float
         await store.close()
 
 
-async def reads(dsn: str, planted: dict[str, list[str]], *, quick: bool) -> dict[str, Any]:
-    repeat = 5 if quick else 20
+async def read_phase(dsn: str, planted: dict[str, list[str]], *, quick: bool) -> dict[str, Any]:
     results: dict[str, Any] = {"event_loop": loop_name()}
     store = await PostgresStore.open(dsn)
     try:
-        results.update(await searches(store, planted, repeat=repeat))
-        results["search_substring_p50_ms"] = await substring_searches(store, planted["rare"], repeat)
-        count = 100 if quick else 300
-        session_ids = [f"pre{s:05d}" for s in range(0, PRELOAD_SESSIONS, PRELOAD_SESSIONS // count)][:count]
-        results.update(await history_loads(store, session_ids, PRELOAD_PER_SESSION, repeat=repeat))
+        results.update(await reads(store, planted, quick=quick, sessions=PRELOAD_SESSIONS,
+                                   per_session=PRELOAD_PER_SESSION))  # fmt: skip
     finally:
         await store.close()
     return results
@@ -209,17 +204,11 @@ async def measure(server: PostgresServer, *, quick: bool) -> dict[str, Any]:
         if number < ROUNDS - 1:
             server.drop_database(last)
     steal_pct = steal.percent()
-    results = await reads(server.dsn_for(last), planted, quick=quick)
-    latencies = [sample for _, _, samples in rounds for sample in samples]
+    results = await read_phase(server.dsn_for(last), planted, quick=quick)
     sizes = [message_bytes(message) for messages in workload for message in messages]
     return {
         "engine": "postgresql",
-        "appends_per_s": statistics.median(rate for _, rate, _ in rounds),
-        "raw_floor_per_s": statistics.median(raw_rate for raw_rate, _, _ in rounds),
-        "ratio_to_floor": statistics.median(rate / raw_rate for raw_rate, rate, _ in rounds),
-        "append_p50_ms": percentile(latencies, 50) * 1000,
-        "append_p99_ms": percentile(latencies, 99) * 1000,
-        "append_max_ms": max(latencies) * 1000,
+        **append_figures(rounds),
         "preload_s": preload_s,
         **results,
         "pool_size": POOL_SIZE,

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Final
 
+from bench.common import percentile
 from storage import NewMessage, StorageEngine
 
 CJK_SHARE: Final = 0.05
@@ -182,3 +183,31 @@ async def history_loads(
             raise RuntimeError(f"benchmark broken: {session_id} has {len(history)} messages, not {messages}")
         warm += await timed(lambda sid=session_id: store.load_messages(sid), repeat)
     return {"history_load_us": statistics.median(warm) * 1e6, "history_load_cold_us": statistics.median(cold) * 1e6}
+
+
+async def reads(
+    store: StorageEngine, planted: dict[str, list[str]], *, quick: bool, sessions: int, per_session: int
+) -> dict[str, float]:
+    """Every timed read on a preloaded store: the searches, the substring search and the history loads of
+    sessions ``pre00000`` .. spread over the ``sessions`` preloaded ones of ``per_session`` messages each."""
+    repeat = 5 if quick else 20
+    results = await searches(store, planted, repeat=repeat)
+    results["search_substring_p50_ms"] = await substring_searches(store, planted["rare"], repeat)
+    count = 100 if quick else 300
+    session_ids = [f"pre{s:05d}" for s in range(0, sessions, sessions // count)][:count]
+    results.update(await history_loads(store, session_ids, per_session, repeat=repeat))
+    return results
+
+
+def append_figures(rounds: Sequence[tuple[float, float, list[float]]]) -> dict[str, float]:
+    """The append figures of ``(floor rows/s, store messages/s, store latencies)`` rounds: medians of the rates
+    and of their ratio, percentiles over every latency of every round."""
+    latencies = [sample for _, _, samples in rounds for sample in samples]
+    return {
+        "appends_per_s": statistics.median(rate for _, rate, _ in rounds),
+        "raw_floor_per_s": statistics.median(raw_rate for raw_rate, _, _ in rounds),
+        "ratio_to_floor": statistics.median(rate / raw_rate for raw_rate, rate, _ in rounds),
+        "append_p50_ms": percentile(latencies, 50) * 1000,
+        "append_p99_ms": percentile(latencies, 99) * 1000,
+        "append_max_ms": max(latencies) * 1000,
+    }
