@@ -1,4 +1,5 @@
-"""deploy/docker-compose.yml: loads, and runs the image with a volume, env file, restart policy and health check."""
+"""deploy/docker-compose.yml: loads, and runs the image with a volume, env file, restart policy and health check
+(the postgresql profile's database: test_compose_postgresql.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ from tests.deploy.dockerfile import REPO, parse, stages
 COMPOSE = REPO / "deploy" / "docker-compose.yml"
 
 
-def service() -> dict:
+GATEWAY = "switchboard"
+"""The gateway's service; the others (the postgresql profile's database) serve it."""
+
+
+def service(name: str = GATEWAY) -> dict:
     document = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
-    (only,) = document["services"].values()
-    return only
+    return document["services"][name]
 
 
 def seconds(value: str) -> float:
@@ -72,19 +76,26 @@ def test_health_check_matches_the_images() -> None:
         assert key in check
 
 
-def test_docker_compose_accepts_the_file() -> None:
+def compose_plugin() -> str:
+    """The docker CLI, when its compose plugin is installed; else the test is skipped, saying which is missing."""
     docker = shutil.which("docker")
     if docker is None:
         pytest.skip("no docker CLI on this machine")
     plugin = subprocess.run([docker, "compose", "version"], capture_output=True, text=True, timeout=60)
     if plugin.returncode != 0:
         pytest.skip(f"the docker compose plugin is not installed ({(plugin.stderr or plugin.stdout).strip().splitlines()[0]})")
+    return docker
+
+
+@pytest.mark.parametrize("profile", [[], ["--profile", "postgresql"]], ids=["default", "postgresql"])
+def test_docker_compose_accepts_the_file(profile: list[str]) -> None:
+    docker = compose_plugin()
     env_file = COMPOSE.parent / ".env"
     created = not env_file.exists()
     if created:
         env_file.write_text("", encoding="utf-8")  # compose refuses a missing env_file
     try:
-        done = subprocess.run([docker, "compose", "-f", str(COMPOSE), "config", "--quiet"],
+        done = subprocess.run([docker, "compose", "-f", str(COMPOSE), *profile, "config", "--quiet"],
                               capture_output=True, text=True, timeout=60)  # fmt: skip
     finally:
         if created:

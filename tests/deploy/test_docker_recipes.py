@@ -21,7 +21,7 @@ from config.home import ensure_home
 from config.loader import example_config_text
 from tests.deploy.dockerfile import REPO
 from tests.deploy.readme import README, commands, commands_in, section, shell_blocks
-from tests.deploy.test_compose import COMPOSE
+from tests.deploy.test_compose import COMPOSE, GATEWAY
 
 DATA = "/data"
 """Where the image keeps its state (the volume's mount point)."""
@@ -47,8 +47,8 @@ def project_name(document: dict) -> str:
 
 
 def data_volume(document: dict) -> str:
-    """The name Docker gives the volume the service mounts at /data."""
-    (service,) = document["services"].values()
+    """The name Docker gives the volume the gateway mounts at /data."""
+    service = document["services"][GATEWAY]
     (key,) = [v.split(":")[0] for v in service["volumes"] if v.split(":")[1] == DATA]
     declared = document["volumes"][key] or {}
     return declared.get("name") or f"{project_name(document)}_{key}"
@@ -80,10 +80,10 @@ def split_options(words: list[str], takes_value: frozenset[str]) -> tuple[dict[s
 
 def problems_with(words: list[str], document: dict) -> list[str]:
     """What in one ``docker ...`` command disagrees with the compose file."""
-    (service_name, service), shown = next(iter(document["services"].items())), " ".join(words)
+    service, shown = document["services"][GATEWAY], " ".join(words)
     subcommand, args = words[1], words[2:]
     if subcommand == "compose":
-        options, rest = split_options(args, frozenset({"-f", "--file", "-p", "--project-name"}))
+        options, rest = split_options(args, frozenset({"-f", "--file", "-p", "--project-name", "--profile"}))
         files = options.get("-f", []) + options.get("--file", [])
         if any((REPO / f).resolve() != COMPOSE for f in files):
             return [f"{shown}: not deploy/docker-compose.yml"]
@@ -95,7 +95,10 @@ def problems_with(words: list[str], document: dict) -> list[str]:
         named = [p.split(":")[0] for p in positional if ":" in p] if rest[0] == "cp" else positional[:1]
         if named and not files:
             return [f"{shown}: names a service without -f deploy/docker-compose.yml (run from the repository root)"]
-        return [f"{shown}: no service {name!r} in the compose file" for name in named if name != service_name]
+        profiles = {p for s in document["services"].values() for p in s.get("profiles", [])}
+        found = [f"{shown}: no profile {p!r} in the compose file" for p in options.get("--profile", []) if p not in profiles]
+        return found + [f"{shown}: no service {name!r} in the compose file" for name in named
+                        if name not in document["services"]]  # fmt: skip
     if subcommand == "run":
         options, positional = split_options(args, RUN_VALUE_OPTIONS)
         found = []

@@ -60,6 +60,11 @@ def test_waits_for_the_network_and_is_wanted_at_boot() -> None:
     assert section("Install")["WantedBy"] == "multi-user.target"
 
 
+def test_starts_after_a_postgresql_server_on_the_same_machine() -> None:
+    assert "postgresql.service" in section("Unit")["After"].split()
+    assert "postgresql.service" not in section("Unit").get("Wants", ""), "SQLite needs no server: nothing pulled in"
+
+
 def test_systemd_analyze_verify_accepts_it(tmp_path: Path) -> None:
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
