@@ -1,11 +1,12 @@
 """Messages on PostgreSQL: appending in order with no gap in ``seq``, and reading a history back.
 
-``append`` runs inside the caller's transaction. It first locks the session's row
-(``SELECT ... FOR UPDATE``): two writers appending to one session, in this process or another,
-take turns there, so each numbers on from the last ``seq`` the other committed. The rows go in
-with one ``INSERT ... SELECT FROM unnest(...)``, one round trip however many messages there are.
-Text is stored as ``storage/postgres/text.py`` says (a NUL becomes U+FFFD); the records returned
-hold what was stored.
+``append`` is one statement, one round trip however many messages there are. Its first step is an
+``UPDATE`` of the session's row that moves ``sessions.last_seq`` past the new messages (and adds the
+model call's usage to the counters): two writers appending to one session, in this process or
+another, queue on that row's lock, and the second re-reads the row the first committed, so each
+numbers on from the other's last message. The messages go in with ``INSERT ... SELECT FROM unnest``
+numbered from the value the ``UPDATE`` started from; the usage log row with them. Text is stored as
+``storage/postgres/text.py`` says (a NUL becomes U+FFFD); the records returned hold what was stored.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from dataclasses import replace
 from typing import Any, Final
 
 from storage.errors import SessionNotFoundError
-from storage.postgres.sessions import add_usage
 from storage.postgres.connection import Connection
 from storage.postgres.text import clean, clean_json
 from storage.records import (
@@ -36,37 +36,49 @@ MESSAGE_COLUMNS: Final = (
     "created_at, platform_message_id, media::text"
 )
 
-_INSERT: Final = """
-    INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, tool_name, reasoning,
-                          token_estimate, created_at, platform_message_id, media)
-    SELECT $1, $2 + n, role, content, tool_calls::jsonb, tool_call_id, tool_name, reasoning, token_estimate, $3,
-           platform_message_id, media::jsonb
-    FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::text[],
-                $12::text[]) WITH ORDINALITY
-         AS m(role, content, tool_calls, tool_call_id, tool_name, reasoning, token_estimate, platform_message_id,
-              media, n)
-    ORDER BY n
-    RETURNING id, seq
+_APPEND: Final = """
+    WITH session AS (
+        UPDATE sessions SET last_seq = last_seq + $2,
+               input_tokens = input_tokens + $13, output_tokens = output_tokens + $14,
+               cache_read_tokens = cache_read_tokens + $15, cache_write_tokens = cache_write_tokens + $16,
+               last_prompt_tokens = CASE WHEN $18 THEN $17 ELSE last_prompt_tokens END,
+               cost_usd = cost_usd + $19
+        WHERE id = $1
+        RETURNING last_seq - $2 AS base
+    ), added AS (
+        INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, tool_name, reasoning,
+                              token_estimate, created_at, platform_message_id, media)
+        SELECT $1, session.base + m.n, m.role, m.content, m.tool_calls::jsonb, m.tool_call_id, m.tool_name,
+               m.reasoning, m.token_estimate, $3, m.platform_message_id, m.media::jsonb
+        FROM session, unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::int[],
+                             $11::text[], $12::text[]) WITH ORDINALITY
+             AS m(role, content, tool_calls, tool_call_id, tool_name, reasoning, token_estimate, platform_message_id,
+                  media, n)
+        RETURNING id, seq
+    ), logged AS (
+        INSERT INTO usage (session_id, at, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd)
+        SELECT $1, $3, $13, $14, $15, $16, $19 FROM session WHERE $18
+    )
+    SELECT (SELECT base FROM session) AS base, (SELECT array_agg(id ORDER BY seq) FROM added) AS ids
 """
 
 
 async def append(
     conn: Connection, session_id: str, new: Sequence[NewMessage], usage: Usage | None, now: float
 ) -> list[MessageRecord]:
-    """Store ``new`` after the session's last message (and ``usage`` on its counters); the records, in order.
-    ``SessionNotFoundError`` for an unknown session, with nothing written."""
-    if await conn.fetchval("SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", session_id) is None:
+    """Store ``new`` after the session's last message (and ``usage`` on its counters, with its usage log row), in one
+    statement; the records, in order. ``SessionNotFoundError`` for an unknown session, with nothing written."""
+    stored = [_stored(m) for m in new]
+    columns: list[list[Any]] = [list(col) for col in zip(*(_values(m) for m in stored))] or [[] for _ in range(9)]
+    u = usage or Usage()
+    row = await conn.fetchrow(
+        _APPEND, session_id, len(stored), now, *columns, u.input_tokens, u.output_tokens, u.cache_read_tokens,
+        u.cache_write_tokens, u.last_prompt_tokens, usage is not None, u.cost_usd,
+    )  # fmt: skip
+    if row is None or row["base"] is None:
         raise SessionNotFoundError(session_id)
-    records: list[MessageRecord] = []
-    if new:
-        last = await conn.fetchval("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = $1", session_id)
-        stored = [_stored(m) for m in new]
-        columns: list[list[Any]] = [list(col) for col in zip(*(_values(m) for m in stored))]
-        rows = await conn.fetch(_INSERT, session_id, last, now, *columns)
-        records = [_record(row["id"], session_id, row["seq"], now, m) for row, m in zip(rows, stored)]
-    if usage is not None:
-        await add_usage(conn, session_id, usage, now)
-    return records
+    base, ids = row["base"], row["ids"] or []
+    return [_record(message_id, session_id, base + n, now, m) for n, (message_id, m) in enumerate(zip(ids, stored), 1)]
 
 
 async def load(conn: Connection, session_id: str, *, after_seq: int = 0) -> list[MessageRecord]:

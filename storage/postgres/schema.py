@@ -18,6 +18,9 @@ Notes on the layout (the SQLite notes in ``storage/schema.py`` hold for the tabl
   ``storage/search/call_text.py`` for why), parsed with the ``simple`` configuration: no stemming and
   no stop words, as SQLite's ``unicode61`` tokenizer.
 * Parts of words and CJK are found through a GIN trigram index (``pg_trgm``) on ``messages.content``.
+* ``sessions.last_seq`` is the ``seq`` of the session's last message (its ``message_count``): an append
+  moves it and numbers its messages from it in one statement, under the row lock the ``UPDATE`` takes
+  (``storage/postgres/messages.py``), and reading a session needs no ``MAX(seq)`` over its messages.
 """
 
 from __future__ import annotations
@@ -103,6 +106,7 @@ _V1_CORE: Final = (
         cache_write_tokens bigint NOT NULL DEFAULT 0,
         last_prompt_tokens bigint NOT NULL DEFAULT 0,
         cost_usd double precision NOT NULL DEFAULT 0,
+        last_seq integer NOT NULL DEFAULT 0,
         CHECK ((ended_at IS NULL) = (end_reason IS NULL))
     )""",
     "CREATE UNIQUE INDEX sessions_title ON sessions(title) WHERE title IS NOT NULL",

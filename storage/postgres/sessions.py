@@ -1,7 +1,7 @@
 """Session rows on PostgreSQL: the queries of ``storage/sessions.py``, as coroutines of an asyncpg connection.
 
 Write functions run inside the store's transaction (``PostgresStore._write``); read functions on a
-pooled connection. ``message_count`` is the session's last ``seq``, read with the row.
+pooled connection. ``message_count`` is the session's last ``seq`` (``sessions.last_seq``), read with the row.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ __all__ = ["SESSION_SELECT", "add_usage"]
 SESSION_SELECT: Final = """
     SELECT s.id, s.session_key, s.platform, s.chat_id, s.chat_type, s.thread_id, s.user_id, s.title,
            s.model, p.text, s.parent_session_id, s.started_at, s.ended_at, s.end_reason,
-           (SELECT COALESCE(MAX(m.seq), 0) FROM messages AS m WHERE m.session_id = s.id),
+           s.last_seq,
            s.input_tokens, s.output_tokens, s.cache_read_tokens,
            s.cache_write_tokens, s.last_prompt_tokens, s.cost_usd
     FROM sessions AS s LEFT JOIN prompts AS p ON p.id = s.prompt_id

@@ -184,13 +184,21 @@ class PostgresStore:
         if self._state is not _State.OPEN:
             raise StoreClosedError()
 
-    async def _write(self, op: Callable[[Connection], Awaitable[T]], *, what: str = "write") -> T:
-        """Run ``op`` in one transaction on a pooled connection, again from the start until it lands."""
+    async def _write(
+        self, op: Callable[[Connection], Awaitable[T]], *, what: str = "write", one_statement: bool = False
+    ) -> T:
+        """Run ``op`` in one transaction on a pooled connection, again from the start until it lands.
+
+        ``one_statement``: ``op`` runs a single statement, atomic by itself, so no ``BEGIN``/``COMMIT`` is sent
+        around it (two round trips fewer: the append path)."""
         self._check_open()
 
         async def once() -> T:
-            async with self._pool.acquire() as conn, conn.transaction():
-                return await op(conn)
+            async with self._pool.acquire() as conn:
+                if one_statement:
+                    return await op(conn)
+                async with conn.transaction():
+                    return await op(conn)
 
         return await run_with_retry(once, policy=self._retry, log=log, what=what)
 
@@ -292,7 +300,7 @@ class PostgresStore:
 
         async def write() -> list[MessageRecord]:
             return await self._write(partial(messages.append, session_id=session_id, new=new, usage=usage,
-                                             now=self._clock()), what="append")  # fmt: skip
+                                             now=self._clock()), what="append", one_statement=True)  # fmt: skip
 
         return self._queued(("session", session_id), write)
 
