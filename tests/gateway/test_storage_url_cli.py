@@ -128,3 +128,15 @@ def test_a_bad_url_says_what_is_wrong_and_the_accepted_forms(tmp_path: Path, url
     assert done.returncode == 2
     assert f"storage.url: " in done.stderr and says in done.stderr, done.stderr
     assert PASSWORD not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("command", ["backup", "restore"])
+def test_backup_and_restore_point_at_pg_dump_for_a_postgresql_database(tmp_path: Path, command: str) -> None:
+    url = "postgresql://switchboard@db.internal:5432/switchboard?sslmode=require"
+    write_config(tmp_path / "home", url)
+    done = switchboard(command, str(tmp_path / "backups"), home=tmp_path / "home", PGPASSWORD=PASSWORD)
+    assert done.returncode == 1
+    tool = "pg_dump --format=custom" if command == "backup" else "pg_restore --clean --if-exists --no-owner"
+    assert f"{tool} --dbname='{url}'" in done.stderr, done.stderr
+    assert "nothing was done" in done.stderr and PASSWORD not in done.stdout + done.stderr
+    assert not (tmp_path / "backups").exists()
