@@ -36,7 +36,8 @@ from agent import (
 from config import load_config
 from gateway.app import Gateway
 from gateway.runner import search_function, settle_runtime
-from storage import Store
+from gateway.store_setup import open_configured_store
+from storage import StorageEngine
 from tests.fakes.adapter import LoopbackAdapter
 
 MODEL = "claude-sonnet-4-6"
@@ -148,7 +149,7 @@ async def start_gateway(home: Path) -> System:
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     loaded = load_config(home / "config.yaml", {"SWITCHBOARD_HOME": str(home)}, create_home=True)
-    store = await Store.open(loaded.db_path, synchronous=loaded.settings.storage.synchronous)
+    store = await open_configured_store(loaded)
     tracker = Tracker()
     agent = build_bench_agent(loaded, ModelRouter([ModelTarget(ZeroLatencyProvider(tracker), MODEL, CACHE)]), store)
     adapter = BenchAdapter(tracker)
@@ -167,7 +168,7 @@ async def start_gateway(home: Path) -> System:
     return System("gateway", adapter, tracker, gateway.shutdown, check)
 
 
-def build_bench_agent(loaded: Any, router: ModelRouter, store: Store) -> Agent:
+def build_bench_agent(loaded: Any, router: ModelRouter, store: StorageEngine) -> Agent:
     """As ``gateway.agent_factory.build_agent``, with ``router`` for both the main and the summary model."""
     s = loaded.settings
     prices = PriceTable({name: Price(p.input, p.output, p.cache_read, p.cache_write) for name, p in s.model.prices.items()})

@@ -71,7 +71,7 @@ def _message_for(item: Mapping[str, Any], loc: tuple[str, ...], model: type[Base
         return f"unknown key{hint}{allowed}"
     if kind in {"out_of_range", "too_small"}:
         return f"{item['msg']}{got}"
-    if kind in {"content_at_debug", "alert_platform"}:  # name the offending entries themselves
+    if kind in {"content_at_debug", "alert_platform", "storage_url"}:  # name the offending entries themselves
         return str(item["msg"])
     if kind == "literal_error":
         expected = str(ctx.get("expected", ""))

@@ -60,8 +60,22 @@ class LoadedConfig:
         return path if path.is_absolute() else self.home / path
 
     @property
+    def engine(self) -> str:
+        """The storage engine ``storage.url`` chooses: ``sqlite`` or ``postgresql``."""
+        return self.settings.storage.location.engine
+
+    @property
     def db_path(self) -> Path:
-        return self.under_home(self.settings.storage.path)
+        """The SQLite file (``storage.url`` or ``storage.path``); with PostgreSQL, where it would be (unused)."""
+        location = self.settings.storage.location
+        return self.under_home(location.target if location.engine == "sqlite" else self.settings.storage.path)
+
+    @property
+    def database_url(self) -> str:
+        """What ``storage.open_store`` opens: the SQLite file's absolute path, or the PostgreSQL URL (which holds no
+        password: that is ``settings.storage.password``)."""
+        location = self.settings.storage.location
+        return str(self.db_path) if location.engine == "sqlite" else location.target
 
     @property
     def log_path(self) -> Path:

@@ -11,7 +11,7 @@ from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, ValidationInfo, field_validator
+from pydantic import BeforeValidator, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from config.environment import listing
@@ -32,6 +32,7 @@ from config.alerts import AlertsConfig
 from config.liveness import CatchUpConfig, LivenessConfig
 from config.media import MediaConfig
 from config.secret_variables import SecretVariable
+from config.storage_url import StorageUrl, StorageUrlError, parse_storage_url
 
 
 class ModelConfig(Section):
@@ -345,11 +346,43 @@ class SessionsConfig(Section):
     """Agents working at the same time (model calls and tools); more wait for a slot. Delivery needs none."""
 
 
+DEFAULT_DB_PATH = "state.db"
+
+
 class StorageConfig(Section):
-    path: str = "state.db"
-    """The SQLite database, relative to the home directory unless absolute."""
+    url: str | None = None
+    """Where the data lives: a path or ``sqlite:///state.db`` (SQLite), or
+    ``postgresql://user@host:5432/database?sslmode=require`` (PostgreSQL, password from ``password``). Unset:
+    SQLite at ``path``."""
+    path: str = DEFAULT_DB_PATH
+    """The SQLite database, relative to the home directory unless absolute (when ``url`` is unset)."""
+    password: Annotated[Secret, SecretVariable("PGPASSWORD", example="...")] = None
+    """The PostgreSQL role's password; when unset, PGPASSWORD is used (never put it in ``url``)."""
     synchronous: Literal["normal", "full"] = "normal"
     """SQLite durability: normal (safe with WAL, fast) or full (fsync every commit)."""
+
+    @field_validator("url")
+    @classmethod
+    def _known_engine(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_storage_url(value)
+            except StorageUrlError as error:
+                raise PydanticCustomError("storage_url", "{problem}", {"problem": str(error)}) from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_place(self) -> StorageConfig:
+        if self.url is not None and self.path != DEFAULT_DB_PATH:
+            raise PydanticCustomError(
+                "storage_url", "url and path name two databases: keep url (it names the engine too) and remove path"
+            )
+        return self
+
+    @property
+    def location(self) -> StorageUrl:
+        """The engine and where its data is: ``url`` parsed, or ``path`` for SQLite."""
+        return parse_storage_url(self.url) if self.url is not None else StorageUrl("sqlite", self.path)
 
 
 QUIET_AT_DEBUG = frozenset({"httpx", "httpx2", "httpcore", "httpcore2", "asyncio"})

@@ -37,6 +37,7 @@ from gateway.commands.handlers import CommandHandlers
 from gateway.turn.conversations import Conversations
 from gateway.operations.alerts import Alerts
 from gateway.operations.database_health import DatabaseHealth
+from gateway.store_setup import database_name
 from gateway.delivery.budget import ChatBudget
 from gateway.delivery.outbox import Delivery
 from gateway.delivery.policy import DeliveryPolicy
@@ -58,7 +59,7 @@ from gateway.tasks import TaskTracker
 from gateway.turn.retry import TurnRetry, TurnRetryPolicy
 from gateway.turn.runner import TurnRunner
 from gateway.operations.version import version
-from storage import InboxRecord, StorageError, Store
+from storage import InboxRecord, StorageError, StorageEngine
 
 log = structlog.get_logger("gateway")
 
@@ -71,7 +72,7 @@ class Gateway:
     def __init__(
         self,
         loaded: LoadedConfig,
-        store: Store,
+        store: StorageEngine,
         adapters: Sequence[Adapter],
         agent: Agent,
         *,
@@ -126,7 +127,7 @@ class Gateway:
             tool_progress=settings.gateway.tool_progress,
             streaming=settings.gateway.streaming != "off",
         )
-        self.database = DatabaseHealth(loaded.db_path)
+        self.database = DatabaseHealth(database_name(loaded))
         retry_policy = TurnRetryPolicy(notice_after=settings.gateway.database_retry_notice_after,
                                        max_pause=settings.gateway.database_retry_max_delay)  # fmt: skip
         self._retry = TurnRetry(runner.run, store=store, delivery=self.delivery, ledger=self._ledger,

@@ -30,7 +30,8 @@ from gateway.app import Gateway
 from gateway.operations.database_health import cannot_open, database_problem
 from gateway.operations.instance_lock import AlreadyRunning, CannotLock, InstanceLock
 from gateway.turn.memory_scope import search_owner
-from storage import StorageError, Store
+from gateway.store_setup import database_name, open_configured_store
+from storage import StorageEngine, StorageError
 
 log = structlog.get_logger("gateway")
 
@@ -57,7 +58,7 @@ async def run_gateway(
     platforms; tests use them to drive the real process without a platform.
     """
     try:
-        with InstanceLock.for_run(loaded.home, loaded.db_path):
+        with InstanceLock.for_run(loaded.home, loaded.db_path if loaded.engine == "sqlite" else None):
             return await _serve(loaded, extra_adapters, extra_access)
     except START_REFUSALS as error:
         return refuse_start(error)
@@ -88,14 +89,15 @@ async def _serve(
         report_blockers([str(error)])
         return EXIT_CONFIG
 
-    problem = await asyncio.to_thread(database_problem, loaded.db_path)  # a damaged file: say what to do
-    if problem is not None:
-        report_blockers([problem])
-        return EXIT_CONFIG
+    if loaded.engine == "sqlite":
+        problem = await asyncio.to_thread(database_problem, loaded.db_path)  # a damaged file: say what to do
+        if problem is not None:
+            report_blockers([problem])
+            return EXIT_CONFIG
     try:
-        store = await Store.open(loaded.db_path, synchronous=loaded.settings.storage.synchronous)
+        store = await open_configured_store(loaded)
     except (StorageError, sqlite3.Error) as error:
-        report_blockers([cannot_open(loaded.db_path, error)])
+        report_blockers([cannot_open(database_name(loaded), error)])
         return EXIT_CONFIG
     agent = build_agent(loaded, search=search_function(store))
     gateway = Gateway(loaded, store, adapters, agent, extra_access=extra_access)
@@ -148,7 +150,7 @@ def settle_heap() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def search_function(store: Store) -> Callable[[str, int, MemoryScope], Awaitable[list[dict[str, object]]]]:
+def search_function(store: StorageEngine) -> Callable[[str, int, MemoryScope], Awaitable[list[dict[str, object]]]]:
     """The agent's session_search tool, backed by the store's full-text search over the sessions of one
     person or shared conversation (the scope its session's memory has too)."""
 

@@ -1,7 +1,8 @@
 """Durable sessions, messages, lineage, search and the gateway's inbox, outbox and pairing: one SQLite file
 (and the media users send: files in a folder, ``MediaFolder``).
 
-``from storage import Store`` and ``await Store.open(path)``; see ``storage/store.py``. What any engine must
+``await open_store(url_or_path)`` opens the SQLite ``Store`` (``storage/store.py``) or, for a ``postgresql://`` URL,
+the ``PostgresStore`` (``storage/postgres/``). What any engine must
 offer the rest of the project is ``StorageEngine`` (``storage/contract.py``); ``Store`` is the SQLite one.
 This package is a leaf: it imports nothing from gateway, agent, adapters or config, and this
 module is its only door: other packages import the names below, never a module inside.
@@ -57,6 +58,8 @@ from storage.search.fulltext import SearchOwner
 from storage.sessions import Usage
 from storage.store import Store
 from storage.postgres.store import PostgresStore
+from storage.opening import engine_of, open_store
+from storage.postgres.inspection import MIN_SERVER_VERSION, TESTED_SERVER_VERSION, ServerReport, inspect_server
 
 __all__ = [
     "BackupError",
@@ -69,6 +72,7 @@ __all__ = [
     "InvalidTitleError",
     "LastHeard",
     "MAX_SEARCH_HITS",
+    "MIN_SERVER_VERSION",
     "MediaFolder",
     "MergePolicy",
     "MessageAppend",
@@ -87,11 +91,13 @@ __all__ = [
     "SearchHit",
     "SearchOwner",
     "SessionNotFoundError",
+    "ServerReport",
     "SessionRecord",
     "StorageEngine",
     "StorageError",
     "Store",
     "StoreClosedError",
+    "TESTED_SERVER_VERSION",
     "TitleError",
     "TitleInUseError",
     "ToolCallRecord",
@@ -102,9 +108,12 @@ __all__ = [
     "backup_database",
     "check_database",
     "database_in_use",
+    "engine_of",
     "fault_of",
+    "inspect_server",
     "is_busy",
     "media_files",
     "new_session_id",
+    "open_store",
     "restore_database",
 ]

@@ -18,14 +18,20 @@ escape the package: they are translated here, at the boundary.
 
 ``fault_of(error)`` says what kind of trouble a failed read or write met (:class:`Fault`):
 the database locked by another process, a full disk, a file that cannot be written, an
-I/O error, a damaged file; None for everything else (a constraint our own code broke,
-a closed store), which trying again would not cure.
+I/O error, a damaged file, a database server that cannot be reached; None for everything
+else (a constraint our own code broke, a closed store), which trying again would not cure.
+It reads both engines' errors: SQLite's result codes, and the PostgreSQL server's SQLSTATE
+or a lost connection carried by a ``ReadFailedError``/``WriteFailedError``.
 """
 
 from __future__ import annotations
 
 import enum
 import sqlite3
+
+import asyncpg
+
+from storage.postgres.faults import Trouble, trouble_of
 
 __all__ = [
     "BackupError",
@@ -52,6 +58,7 @@ class Fault(enum.Enum):
     READ_ONLY = "read_only"
     IO = "io"
     DAMAGED = "damaged"
+    UNREACHABLE = "unreachable"
 
     @property
     def transient(self) -> bool:
@@ -69,11 +76,19 @@ _REASONS = {
     Fault.READ_ONLY: "the database file cannot be opened or written (read-only, or moved away)",
     Fault.IO: "the database file cannot be read or written (an I/O error)",
     Fault.DAMAGED: "the database file is damaged",
+    Fault.UNREACHABLE: "the database server cannot be reached (stopped, restarting, or the network is down)",
 }
 # SQLite's primary result codes (the low byte of an extended code).
 _FAULTS = {5: Fault.LOCKED, 6: Fault.LOCKED, 8: Fault.READ_ONLY, 10: Fault.IO, 11: Fault.DAMAGED, 13: Fault.FULL,
            14: Fault.READ_ONLY, 26: Fault.DAMAGED}  # fmt: skip
 """BUSY, LOCKED, READONLY, IOERR, CORRUPT, FULL, CANTOPEN, NOTADB."""
+
+
+_SERVER_FAULTS = {"53100": Fault.FULL, "53300": Fault.UNREACHABLE, "25006": Fault.READ_ONLY, "58030": Fault.IO,
+                  "XX001": Fault.DAMAGED, "XX002": Fault.DAMAGED}  # fmt: skip
+"""PostgreSQL's SQLSTATEs for disk_full, too_many_connections, read_only_sql_transaction (a standby),
+io_error, data_corrupted and index_corrupted; a conflict or a lost server is sorted by ``trouble_of``."""
+_TROUBLE_FAULTS = {Trouble.SERVER_AWAY: Fault.UNREACHABLE, Trouble.CONFLICT: Fault.LOCKED}
 
 
 def fault_of(error: BaseException) -> Fault | None:
@@ -84,8 +99,20 @@ def fault_of(error: BaseException) -> Fault | None:
         code = getattr(seen, "sqlite_errorcode", None) if isinstance(seen, sqlite3.Error) else None
         if code is not None and code & 0xFF in _FAULTS:  # an error sqlite3 made up itself carries no code
             return _FAULTS[code & 0xFF]
+        if isinstance(seen, (ReadFailedError, WriteFailedError)) and not isinstance(seen.cause, sqlite3.Error):
+            return _server_fault(seen.cause)
         seen = seen.__cause__
     return None
+
+
+def _server_fault(cause: BaseException) -> Fault | None:
+    """What a PostgreSQL read or write that failed for good met (only a storage error's cause is read this way:
+    an ``OSError`` elsewhere, a media file's say, is no database server going away)."""
+    state = getattr(cause, "sqlstate", None) if isinstance(cause, asyncpg.PostgresError) else None
+    if state in _SERVER_FAULTS:
+        return _SERVER_FAULTS[state]
+    trouble = trouble_of(cause)
+    return None if trouble is None else _TROUBLE_FAULTS[trouble]
 
 
 class StorageError(Exception):

@@ -16,7 +16,7 @@ from gateway.inbound.lanes import Lanes
 from gateway.commands.memory import MemoryCommands
 from gateway.inbound.pairing import Pairing
 from gateway.inbound.session_key import SessionKey
-from storage import Store
+from storage import StorageEngine
 
 log = structlog.get_logger("gateway.commands")
 
@@ -25,7 +25,7 @@ class CommandHandlers:
     def __init__(
         self,
         *,
-        store: Store,
+        store: StorageEngine,
         conversations: Conversations,
         lanes: Lanes[InboundMessage],
         access: AccessControl,

@@ -69,7 +69,7 @@ from gateway.operations.logs import bind, short_turn_id
 from gateway.operations.metrics import Metrics
 from gateway.operations.redaction import redactor
 from gateway.delivery.policy import ALERT_PREFIX, PROGRESS_PREFIX, DeliveryPolicy, chunk_nonce, nonce_for
-from storage import OutboxChunk, OutboxRecord, Store
+from storage import OutboxChunk, OutboxRecord, StorageEngine
 
 log = structlog.get_logger("gateway.delivery")
 
@@ -81,7 +81,7 @@ Spawn = Callable[..., Any]
 class Delivery:
     def __init__(
         self,
-        store: Store,
+        store: StorageEngine,
         adapters: Mapping[str, Adapter],
         metrics: Metrics,
         *,

@@ -44,7 +44,7 @@ from gateway.delivery.outbox import Delivery
 from gateway.inbound.intake import Intake
 from gateway.inbound.ledger import InboundLedger, Outcome, Reply
 from gateway.operations.metrics import Metrics
-from storage import LastHeard, Store
+from storage import LastHeard, StorageEngine
 
 log = structlog.get_logger("gateway.catch_up")
 
@@ -85,7 +85,7 @@ class CatchUp:
     def __init__(
         self,
         *,
-        store: Store,
+        store: StorageEngine,
         adapters: Mapping[str, Adapter],
         intake: Intake,
         ledger: InboundLedger,

@@ -38,7 +38,7 @@ from gateway.operations.metrics import Metrics
 from gateway.inbound.pairing import Pairing, pairing_message
 from gateway.inbound.session_key import SessionKey, session_key_for
 from gateway.tasks import TaskTracker
-from storage import Store
+from storage import StorageEngine
 
 log = structlog.get_logger("gateway.intake")
 
@@ -47,7 +47,7 @@ class Intake:
     def __init__(
         self,
         *,
-        store: Store,
+        store: StorageEngine,
         access: AccessControl,
         pairing: Pairing,
         lanes: Lanes[InboundMessage],

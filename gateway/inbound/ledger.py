@@ -32,7 +32,7 @@ import structlog
 from adapters.contract import InboundMessage
 from gateway.delivery.outbox import Delivery
 from gateway.operations.metrics import Metrics
-from storage import MessageAppend, OutboxRecord, Store, TurnEnd
+from storage import MessageAppend, OutboxRecord, StorageEngine, TurnEnd
 
 log = structlog.get_logger("gateway.inbound")
 
@@ -71,7 +71,7 @@ class Reply:
 
 
 class InboundLedger:
-    def __init__(self, store: Store, delivery: Delivery, metrics: Metrics) -> None:
+    def __init__(self, store: StorageEngine, delivery: Delivery, metrics: Metrics) -> None:
         self._store = store
         self._delivery = delivery
         self._metrics = metrics

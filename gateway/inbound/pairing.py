@@ -21,7 +21,7 @@ from enum import StrEnum
 
 import structlog
 
-from storage import PairingCode, Store
+from storage import PairingCode, StorageEngine
 
 log = structlog.get_logger("gateway.pairing")
 
@@ -79,7 +79,7 @@ def locked_until(failures: list[float]) -> float | None:
 
 
 class Pairing:
-    def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: StorageEngine, *, clock: Callable[[], float] = time.time) -> None:
         self._store = store
         self._clock = clock
 

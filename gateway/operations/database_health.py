@@ -62,14 +62,24 @@ def database_problem(path: Path, *, budget: float = START_CHECK_BUDGET) -> str |
     return None
 
 
-def cannot_open(path: Path, error: BaseException) -> str:
+def cannot_open(path: Path | str, error: BaseException) -> str:
     """What to say when the store cannot be opened after all (a damaged file the check did not reach, say)."""
     fault = fault_of(error)
     reason = fault.reason if fault is not None else "it could not be opened"
     return f"{reason} ({path}: {error}); what to do: {_hint(fault, path)}"
 
 
-def _hint(fault: Fault | None, path: Path) -> str:
+def _hint(fault: Fault | None, path: Path | str) -> str:
+    """What to do about ``fault`` on the database ``path`` (a SQLite file, or a PostgreSQL server's URL)."""
+    server = isinstance(path, str) and path.startswith(("postgresql://", "postgres://"))
+    if fault is Fault.UNREACHABLE:
+        return (f"check that the PostgreSQL server of {path} runs and answers (`pg_isready -d {path}`, "
+                "`switchboard doctor`); the waiting replies then go out by themselves")  # fmt: skip
+    if fault is Fault.LOCKED and server:
+        return ("transactions kept conflicting on the server (another client holding locks, a long transaction): "
+                "look at pg_stat_activity and end the one in the way; the waiting replies then go out by themselves")  # fmt: skip
+    if fault is Fault.READ_ONLY and server:
+        return f"point storage.url at the primary server: {path} takes no writes (a standby, or read-only mode)"
     if fault is Fault.LOCKED:
         return ("another process holds the database's write lock (an sqlite3 shell, a backup tool, a second gateway): "
                 "end it; the waiting replies then go out by themselves")  # fmt: skip
@@ -80,13 +90,16 @@ def _hint(fault: Fault | None, path: Path) -> str:
     if fault is Fault.IO:
         return (f"check the disk holding {path} (`dmesg`) and the file's attributes (`lsattr`); the waiting replies "
                 "go out once it can be written again")  # fmt: skip
+    if server:
+        return ("run `switchboard doctor` and read the PostgreSQL server's log; if the data is lost, restore the newest "
+                "`pg_dump` with `pg_restore` (see `switchboard restore`)")  # fmt: skip
     return RESTORE
 
 
 class DatabaseHealth:
     """What turns met in the database while the gateway runs, for /health and the log."""
 
-    def __init__(self, path: Path, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, path: Path | str, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._path = path
         self._clock = clock
         self._fault: Fault | None = None

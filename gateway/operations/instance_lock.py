@@ -41,8 +41,12 @@ class InstanceLock:
         self._held: list[int] = []
 
     @classmethod
-    def for_run(cls, home: Path, database: Path) -> InstanceLock:
-        return cls([home / "gateway.lock", database.with_name(database.name + ".lock")])
+    def for_run(cls, home: Path, database: Path | None) -> InstanceLock:
+        """The home's lock, and the SQLite file's (None: the database is a server's, which orders its own writers)."""
+        paths = [home / "gateway.lock"]
+        if database is not None:
+            paths.append(database.with_name(database.name + ".lock"))
+        return cls(paths)
 
     def acquire(self) -> InstanceLock:
         """Take every lock, or none: raises :class:`AlreadyRunning` when another process holds one."""

@@ -34,7 +34,7 @@ from config.models import SessionsConfig
 from gateway.turn.convert import to_chat, to_new
 from gateway.turn.memory_scope import scope_for_key, scope_for_record
 from gateway.inbound.session_key import SessionKey
-from storage import MessageRecord, SessionRecord, Store, new_session_id
+from storage import MessageRecord, SessionRecord, StorageEngine, new_session_id
 
 log = structlog.get_logger("gateway.sessions")
 
@@ -72,7 +72,7 @@ class Conversation:
 class Conversations:
     def __init__(
         self,
-        store: Store,
+        store: StorageEngine,
         agent: Agent,
         settings: SessionsConfig,
         *,

@@ -21,7 +21,7 @@ from gateway.turn.convert import to_new
 from gateway.operations.metrics import Metrics
 from gateway.delivery.progress import ToolProgress
 from gateway.delivery.streaming import ReplyStream
-from storage import MessageAppend, SessionRecord, Store, Usage
+from storage import MessageAppend, SessionRecord, StorageEngine, Usage
 
 INTERRUPTED_RESULT = "(not run: the gateway restarted before this tool finished)"
 
@@ -54,7 +54,7 @@ class TurnRecorder:
 
     def __init__(
         self,
-        store: Store,
+        store: StorageEngine,
         conversations: Conversations,
         metrics: Metrics,
         session: SessionRef,

@@ -43,7 +43,7 @@ from gateway.inbound.ledger import InboundLedger, Outcome, Reply
 from gateway.operations.logs import bind, short_turn_id, turn_id_for
 from gateway.operations.metrics import Metrics
 from gateway.turn.runner import TURN_FAILED_NOTICE
-from storage import Fault, Store, StorageError, fault_of
+from storage import Fault, StorageEngine, StorageError, fault_of
 
 log = structlog.get_logger("gateway.turn")
 
@@ -82,7 +82,7 @@ class TurnRetry:
         self,
         run_turn: RunTurn,
         *,
-        store: Store,
+        store: StorageEngine,
         delivery: Delivery,
         ledger: InboundLedger,
         health: DatabaseHealth,

@@ -58,7 +58,7 @@ from gateway.turn.slots import AgentSlots
 from gateway.turn.input import covered_events, event_tag, overlay
 from gateway.turn.recorder import INTERRUPTED_RESULT, SessionRef, TurnRecorder, interrupted_tool_results
 from gateway.delivery.typing_indicator import typing
-from storage import MessageAppend, OutboxRecord, Store, fault_of
+from storage import MessageAppend, OutboxRecord, StorageEngine, fault_of
 
 __all__ = ["HYGIENE_FAILED_NOTICE", "INTERRUPTED_RESULT", "NOTHING_TO_ADD", "TURN_FAILED_NOTICE", "TurnRunner"]
 
@@ -112,7 +112,7 @@ class TurnRunner:
     def __init__(
         self,
         *,
-        store: Store,
+        store: StorageEngine,
         conversations: Conversations,
         delivery: Delivery,
         ledger: InboundLedger,

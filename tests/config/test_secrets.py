@@ -50,6 +50,7 @@ def test_unset_platform_secrets_are_read_from_their_variables_but_the_webhook_se
     assert loaded.variables == {
         **{path: [name] for path, name in PLATFORM_SECRETS.items() if name != "TELEGRAM_WEBHOOK_SECRET"},
         "model.api_key": ["ANTHROPIC_API_KEY"],
+        "storage.password": ["PGPASSWORD"],
     }
 
 
@@ -70,10 +71,11 @@ def test_every_secret_is_known_with_its_conventional_variable(tmp_path: Path) ->
     text = ("model:\n  fallbacks:\n    - {provider: openai, name: gpt-5}\n"
             "platforms:\n  telegram:\n    webhook_secret: ${TELEGRAM_WEBHOOK_SECRET}\n")  # fmt: skip
     loaded = load_written(tmp_path, text, VALUES)
-    paths = ["model.api_key", "auxiliary.compression.api_key", *PLATFORM_SECRETS, "model.fallbacks.0.api_key"]
+    paths = ["model.api_key", "auxiliary.compression.api_key", *PLATFORM_SECRETS, "storage.password",
+             "model.fallbacks.0.api_key"]  # fmt: skip
     assert loaded.secret_paths() == paths
     assert [conventional_variable(loaded.settings, path) for path in paths] == [
-        "ANTHROPIC_API_KEY", None, *PLATFORM_SECRETS.values(), "OPENAI_API_KEY"
+        "ANTHROPIC_API_KEY", None, *PLATFORM_SECRETS.values(), "PGPASSWORD", "OPENAI_API_KEY"
     ]  # fmt: skip
     assert sorted(loaded.secrets()) == sorted(VALUES.values())
 

@@ -42,7 +42,7 @@ def test_check_prints_the_plan_for_the_example_config(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert f"config file  {EXAMPLE_PATH}" in out
-    assert f"database     {tmp_path / 'state.db'} (synchronous=normal)" in out
+    assert f"database     SQLite, {tmp_path / 'state.db'} (synchronous=normal)" in out
     assert f"log file     {tmp_path / 'logs' / 'gateway.log'}" in out
     assert "anthropic / claude-sonnet-4-6, key from ANTHROPIC_API_KEY" in out
     assert "telegram  on   long polling" in out

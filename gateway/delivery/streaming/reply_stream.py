@@ -43,7 +43,7 @@ from gateway.delivery.streaming.refusals import StreamRefusals
 from gateway.delivery.streaming.surface import RecordedSurface, StreamTarget, Surface
 from gateway.operations.metrics import Metrics
 from gateway.operations.redaction import redactor
-from storage import Store
+from storage import StorageEngine
 
 log = structlog.get_logger("gateway.stream")
 
@@ -78,7 +78,7 @@ class ReplyStream:
         modes: Iterable[StreamMode],
         adapter: Adapter,
         delivery: Delivery,
-        store: Store,
+        store: StorageEngine,
         refusals: StreamRefusals,
         metrics: Metrics,
         clock: Callable[[], float] = time.monotonic,

@@ -20,7 +20,7 @@ from typing import ClassVar
 from adapters.contract import Adapter, AdapterError, ChatType, DeliveryError, Markup, StreamMode
 from gateway.delivery.outbox import Delivery
 from gateway.delivery.streaming.marks import marked
-from storage import OutboxChunk, OutboxRecord, Store
+from storage import OutboxChunk, OutboxRecord, StorageEngine
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,7 @@ class StreamTarget:
 class Surface(abc.ABC):
     mode: ClassVar[StreamMode]
 
-    def __init__(self, target: StreamTarget, adapter: Adapter, delivery: Delivery, store: Store) -> None:
+    def __init__(self, target: StreamTarget, adapter: Adapter, delivery: Delivery, store: StorageEngine) -> None:
         self._target = target
         self._adapter = adapter
         self._delivery = delivery
@@ -77,7 +77,7 @@ class Surface(abc.ABC):
 class RecordedSurface(Surface):
     """A surface showing a real message, on record as the turn's live outbox row."""
 
-    def __init__(self, target: StreamTarget, adapter: Adapter, delivery: Delivery, store: Store) -> None:
+    def __init__(self, target: StreamTarget, adapter: Adapter, delivery: Delivery, store: StorageEngine) -> None:
         super().__init__(target, adapter, delivery, store)
         self._row: OutboxRecord | None = None
         self._message_id: str | None = None

@@ -14,13 +14,13 @@ import structlog
 
 from adapters.contract import Adapter
 from gateway.delivery.streaming.marks import INTERRUPTED_MARK, marked
-from storage import Store
+from storage import StorageEngine
 
 log = structlog.get_logger("gateway.stream")
 
 
 async def close_orphaned_streams(
-    store: Store, adapters: Mapping[str, Adapter], unfinished: Collection[tuple[str, str]]
+    store: StorageEngine, adapters: Mapping[str, Adapter], unfinished: Collection[tuple[str, str]]
 ) -> int:
     """Close every live row whose turn will not run again; ``unfinished``: the inbox's unfinished
     ``(platform, event_id)``. Returns how many were closed (their edits are pending now)."""

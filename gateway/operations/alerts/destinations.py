@@ -32,7 +32,7 @@ from gateway.operations.alerts import texts
 from gateway.operations.alerts.webhook import WEBHOOK_PLATFORM, WebhookSender
 from gateway.operations.redaction import redactor
 from gateway.operations.version import version
-from storage import OutboxChunk, StorageError, Store
+from storage import OutboxChunk, StorageError, StorageEngine
 
 log = structlog.get_logger("gateway.alerts")
 
@@ -104,7 +104,7 @@ class HourlyBudget:
 class Dispatch:
     """Hands one alert to one destination: recorded in the outbox, then delivered in the background."""
 
-    def __init__(self, store: Store, delivery: Delivery, sender: WebhookSender, spawn: Spawn, *,
+    def __init__(self, store: StorageEngine, delivery: Delivery, sender: WebhookSender, spawn: Spawn, *,
                  host: str | None = None, pause: Callable[[float], Any] = asyncio.sleep) -> None:  # fmt: skip
         self._store = store
         self._delivery = delivery

@@ -34,7 +34,7 @@ from gateway.operations.alerts.destinations import Alert, Destination, Dispatch,
 from gateway.operations.alerts.webhook import WEBHOOK_PLATFORM, WebhookSender, webhook_id
 from gateway.operations.database_health import DatabaseHealth
 from gateway.operations.metrics import Metrics
-from storage import Store
+from storage import StorageEngine
 
 log = structlog.get_logger("gateway.alerts")
 
@@ -46,7 +46,7 @@ class Alerts:
         self,
         loaded: LoadedConfig,
         *,
-        store: Store,
+        store: StorageEngine,
         delivery: Delivery,
         adapters: Sequence[Adapter],
         metrics: Metrics,

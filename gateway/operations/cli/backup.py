@@ -85,11 +85,33 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     restore.set_defaults(handler=restore_command)
 
 
+# -- a PostgreSQL database ---------------------------------------------------------------------------
+
+
+def _refuse_server(command: str, loaded: LoadedConfig) -> int:
+    """``backup`` and ``restore`` copy a SQLite home; a PostgreSQL database is the server's to dump and restore.
+    Nothing is written: the message gives the commands for the configured database (its URL holds no password)."""
+    url = loaded.database_url
+    if command == "backup":
+        steps = (f"  pg_dump --format=custom --dbname='{url}' --file=switchboard-$(date -u +%Y%m%dT%H%M%SZ).dump\n"
+                 "(safe while the gateway runs: pg_dump reads one consistent snapshot)")  # fmt: skip
+    else:
+        steps = (f"  stop the gateway, then: pg_restore --clean --if-exists --no-owner --dbname='{url}' BACKUP.dump\n"
+                 "(into the database storage.url names; start the gateway again after)")  # fmt: skip
+    show(f"switchboard {command}: the database is PostgreSQL ({url}), which `switchboard {command}` does not "
+         f"{'copy' if command == 'backup' else 'write'}; nothing was done. Use the server's own tools, with PGPASSWORD "
+         f"set as for the gateway:\n{steps}\nThe home's memories/, media/ and SOUL.md are files: copy {loaded.home} "
+         "with your file backups.", sys.stderr)  # fmt: skip
+    return EXIT_FAILED
+
+
 # -- backup ----------------------------------------------------------------------------------------
 
 
 def backup_command(args: argparse.Namespace) -> int:
     loaded = load_config_or_exit(args)
+    if loaded.engine == "postgresql":
+        return _refuse_server("backup", loaded)
     try:
         target, lines = write_backup(loaded, args.directory)
     except (BackupError, ConfigError, OSError) as error:
@@ -235,6 +257,8 @@ def _shared_lock(path: Path) -> Iterator[None]:
 
 def restore_command(args: argparse.Namespace) -> int:
     loaded = load_config_or_exit(args)
+    if loaded.engine == "postgresql":
+        return _refuse_server("restore", loaded)
     try:
         lines = restore_backup(loaded, args.backup)
     except (BackupError, OSError) as error:

@@ -1,17 +1,22 @@
 """``switchboard check``: validate the configuration and print what ``run`` would do.
 
-It reads files only: no network, no database, no platform libraries. Exit 0
-when ``run`` could start, 2 when the configuration is invalid or incomplete.
+It reads files only (no network, no platform libraries, the SQLite database untouched), with one
+exception: when ``storage.url`` names a PostgreSQL server, it connects once to say whether it answers
+(version, extensions, schema version). Exit 0 when ``run`` could start, 2 when the configuration is
+invalid or incomplete, or the PostgreSQL server does not answer.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 
 from config.loader import LoadedConfig
 from config.plan import RunPlan, build_plan
 from gateway.operations.alerts.webhook import masked_url
 from gateway.operations.cli.common import EXIT_CONFIG, add_config_option, load_config_or_exit, show
+from gateway.operations.doctor.results import Check, Status
+from gateway.operations.doctor.server_database import server_database_check
 from gateway.operations.version import version
 
 
@@ -28,16 +33,18 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def check_command(args: argparse.Namespace) -> int:
     loaded = load_config_or_exit(args)
     plan = build_plan(loaded)
-    show(render_plan(loaded, plan))
-    return 0 if plan.ready else EXIT_CONFIG
+    server = asyncio.run(server_database_check(loaded)) if loaded.engine == "postgresql" else None
+    show(render_plan(loaded, plan, server))
+    return 0 if plan.ready and (server is None or server.status is Status.OK) else EXIT_CONFIG
 
 
-def render_plan(loaded: LoadedConfig, plan: RunPlan) -> str:
+def render_plan(loaded: LoadedConfig, plan: RunPlan, server: Check | None = None) -> str:
+    """The plan; ``server``: what the PostgreSQL server said, when ``storage.url`` names one."""
     s = loaded.settings
     rows = [
         ("config file", str(loaded.config_path) if loaded.config_path else "none (built-in defaults)"),
         ("home", str(loaded.home)),
-        ("database", f"{loaded.db_path} (synchronous={s.storage.synchronous})"),
+        ("database", _database_line(loaded, server)),
         (
             "log file",
             f"{loaded.log_path} ({s.logging.format}, level {s.logging.level}, "
@@ -57,12 +64,32 @@ def render_plan(loaded: LoadedConfig, plan: RunPlan) -> str:
         state = "on " if platform.enabled else "off"
         lines.append(f"    {platform.name.ljust(9)} {state}  {platform.detail}")
     lines.append("")
-    if plan.ready:
+    blockers = [*plan.blockers]
+    if server is not None and server.status is not Status.OK:
+        blockers.append(f"{server.detail}; what to do: {server.fix}")
+    if not blockers:
         lines.append(f"Ready: `switchboard run` would start {', '.join(plan.enabled)}.")
     else:
         lines.append("Not ready to run:")
-        lines += [f"  - {blocker}" for blocker in plan.blockers]
+        lines += [f"  - {blocker}" for blocker in blockers]
     return "\n".join(lines)
+
+
+def _database_line(loaded: LoadedConfig, server: Check | None) -> str:
+    if loaded.engine == "sqlite":
+        return f"SQLite, {loaded.db_path} (synchronous={loaded.settings.storage.synchronous})"
+    password = _password_source(loaded)
+    if server is None:
+        return f"PostgreSQL, {loaded.database_url} ({password})"
+    answer = server.detail if server.status is Status.OK else "does not answer (see below)"
+    return f"PostgreSQL, {loaded.database_url} ({password}): {answer}"
+
+
+def _password_source(loaded: LoadedConfig) -> str:
+    variable = loaded.variable_for("storage.password")
+    if loaded.settings.storage.password:
+        return f"password from {variable}" if variable else "password set in config.yaml"
+    return "no password (the server must let the role in without one)"
 
 
 def _model_line(loaded: LoadedConfig) -> str:

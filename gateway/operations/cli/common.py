@@ -19,7 +19,8 @@ import structlog
 
 from config import ConfigError, LoadedConfig
 from gateway.operations.redaction import load_config_masked, redactor
-from storage import StorageError, Store
+from gateway.store_setup import open_configured_store
+from storage import StorageEngine, StorageError
 
 EXIT_CONFIG = 2
 
@@ -48,7 +49,7 @@ def show(text: str, stream: TextIO | None = None) -> None:
     print(redactor(text), file=stream or sys.stdout)
 
 
-def run_with_store(args: argparse.Namespace, command: Callable[[Store], Awaitable[int]], *, name: str) -> int:
+def run_with_store(args: argparse.Namespace, command: Callable[[StorageEngine], Awaitable[int]], *, name: str) -> int:
     """Open the configured database (creating it if needed), run ``command``, close it.
 
     Safe while the gateway runs: the database is in WAL mode and writes retry on contention.
@@ -57,8 +58,7 @@ def run_with_store(args: argparse.Namespace, command: Callable[[Store], Awaitabl
     log_warnings_to_stderr()
 
     async def main() -> int:
-        loaded.db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        store = await Store.open(loaded.db_path, synchronous=loaded.settings.storage.synchronous)
+        store = await open_configured_store(loaded)
         try:
             return await command(store)
         finally:

@@ -19,7 +19,7 @@ import time
 from config.models import PLATFORMS
 from gateway.operations.cli.common import add_config_option, run_with_store
 from gateway.inbound.pairing import ApprovalOutcome, Pairing
-from storage import Store
+from storage import StorageEngine
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,7 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def list_command(args: argparse.Namespace) -> int:
-    async def run(store: Store) -> int:
+    async def run(store: StorageEngine) -> int:
         pending = await store.pairing.pending(time.time())
         approved = await store.pairing.approvals()
         if args.json:
@@ -69,7 +69,7 @@ def list_command(args: argparse.Namespace) -> int:
 
 
 def approve_command(args: argparse.Namespace) -> int:
-    async def run(store: Store) -> int:
+    async def run(store: StorageEngine) -> int:
         approval = await Pairing(store).approve(args.platform, args.code)
         if approval.outcome is ApprovalOutcome.APPROVED:
             name = f" ({approval.user_name})" if approval.user_name else ""
@@ -82,7 +82,7 @@ def approve_command(args: argparse.Namespace) -> int:
 
 
 def revoke_command(args: argparse.Namespace) -> int:
-    async def run(store: Store) -> int:
+    async def run(store: StorageEngine) -> int:
         if await Pairing(store).revoke(args.platform, args.user_id):
             print(f"Revoked {args.platform} user {args.user_id}: their messages are ignored now; "
                   "a DM from them gets a new pairing code (at most one every 10 minutes).")  # fmt: skip
@@ -94,7 +94,7 @@ def revoke_command(args: argparse.Namespace) -> int:
 
 
 def unlock_command(args: argparse.Namespace) -> int:
-    async def run(store: Store) -> int:
+    async def run(store: StorageEngine) -> int:
         unlock = await Pairing(store).unlock(args.platform)
         wrong = f"{unlock.cleared} wrong code{'s' if unlock.cleared != 1 else ''}"
         if unlock.was_locked:

@@ -30,17 +30,20 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-
+from config.loader import LoadedConfig
 from gateway.operations.cli.common import add_config_option, load_config_or_exit, log_warnings_to_stderr
+from gateway.store_setup import database_name, open_configured_store
 from storage import (
     MAX_SEARCH_HITS,
     MessageRecord,
+    Fault,
     SchemaError,
     SchemaTooNewError,
     SearchHit,
     SessionRecord,
+    StorageEngine,
     StorageError,
-    Store,
+    fault_of,
     is_busy,
 )
 
@@ -98,7 +101,7 @@ def _command(
 
 
 def list_command(args: argparse.Namespace) -> int:
-    async def run(store: Store | None) -> int:
+    async def run(store: StorageEngine | None) -> int:
         found = await store.list_sessions(platform=args.platform, limit=args.limit) if store else []
         if args.json:
             _print_json([s.to_json_dict(include_prompt=False) for s in found])
@@ -112,7 +115,7 @@ def list_command(args: argparse.Namespace) -> int:
 
 
 def show_command(args: argparse.Namespace) -> int:
-    async def run(store: Store | None) -> int:
+    async def run(store: StorageEngine | None) -> int:
         session = await store.get_session(args.session_id) if store else None
         if session is None:
             return _not_found(args.session_id)
@@ -129,7 +132,7 @@ def show_command(args: argparse.Namespace) -> int:
 def search_command(args: argparse.Namespace) -> int:
     query: str = args.query  # the words joined by _Query
 
-    async def run(store: Store | None) -> int:
+    async def run(store: StorageEngine | None) -> int:
         hits = await store.search(query, limit=args.limit, platform=args.platform) if store else []
         if args.json:
             _print_json([hit.to_json_dict() for hit in hits])
@@ -144,7 +147,7 @@ def search_command(args: argparse.Namespace) -> int:
 
 
 def lineage_command(args: argparse.Namespace) -> int:
-    async def run(store: Store | None) -> int:
+    async def run(store: StorageEngine | None) -> int:
         session = await store.get_session(args.session_id) if store else None
         if store is None or session is None:
             return _not_found(args.session_id)
@@ -160,7 +163,7 @@ def lineage_command(args: argparse.Namespace) -> int:
 
 
 def export_command(args: argparse.Namespace) -> int:
-    async def run(store: Store | None) -> int:
+    async def run(store: StorageEngine | None) -> int:
         session = await store.get_session(args.session_id) if store else None
         if store is None or session is None:
             return _not_found(args.session_id)
@@ -209,18 +212,18 @@ class _Query(argparse.Action):
         setattr(namespace, self.dest, query)
 
 
-def _run(args: argparse.Namespace, command: Callable[[Store | None], Awaitable[int]]) -> int:
+def _run(args: argparse.Namespace, command: Callable[[StorageEngine | None], Awaitable[int]]) -> int:
     loaded = load_config_or_exit(args)
     log_warnings_to_stderr()
 
     async def main() -> int:
-        async with _opened(loaded.db_path, loaded.settings.storage.synchronous) as store:
+        async with _opened(loaded) as store:
             return await command(store)
 
     try:
         return asyncio.run(main())
     except StorageError as error:
-        print(f"switchboard sessions: {_cannot_read(loaded.db_path, error)}", file=sys.stderr)
+        print(f"switchboard sessions: {_cannot_read(database_name(loaded), error)}", file=sys.stderr)
         return EXIT_NOT_FOUND
 
 
@@ -231,7 +234,9 @@ def _cannot_read(path: Any, error: StorageError) -> str:
     cause = getattr(error, "cause", None)  # WriteFailedError and ReadFailedError carry the sqlite3 error
     reason = str(cause if isinstance(cause, sqlite3.Error) else error).rstrip(".")
     code = getattr(cause, "sqlite_errorcode", None)
-    if cause is not None and is_busy(cause):
+    if fault_of(error) is Fault.UNREACHABLE:
+        advice = "The database server does not answer: check that it runs (`switchboard doctor` says more)."
+    elif cause is not None and is_busy(cause):
         advice = "Another process is holding it locked; try again in a moment."
     elif (code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)) or isinstance(
         error, SchemaError
@@ -243,17 +248,18 @@ def _cannot_read(path: Any, error: StorageError) -> str:
 
 
 @asynccontextmanager
-async def _opened(path: Any, synchronous: str) -> AsyncIterator[Store | None]:
-    """The store, or None when there is no database yet (nothing stored: read as empty, with a note)."""
-    if not path.exists():
+async def _opened(loaded: LoadedConfig) -> AsyncIterator[StorageEngine | None]:
+    """The store, or None when there is no SQLite file yet (nothing stored: read as empty, with a note)."""
+    path = loaded.db_path
+    if loaded.engine == "sqlite" and not path.exists():
         print(
             f"switchboard sessions: no database at {path} yet (nothing has been stored); "
-            "check storage.path in the config if you expected one.",
+            "check storage.url (or storage.path) in the config if you expected one.",
             file=sys.stderr,
         )
         yield None
         return
-    store = await Store.open(path, synchronous=synchronous)
+    store = await open_configured_store(loaded)
     try:
         yield store
     finally:

@@ -49,6 +49,7 @@ def home_check(loaded: LoadedConfig) -> Check:
 
 
 def database_check(loaded: LoadedConfig) -> Check:
+    """The SQLite file (a PostgreSQL server is asked by ``server_database.py``)."""
     path = loaded.db_path
     if not path.exists():
         return Check.skip("database", f"no database yet at {path} (`switchboard run` creates it)")

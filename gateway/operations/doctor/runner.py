@@ -12,6 +12,7 @@ from gateway.operations.doctor.local import config_check, config_error_check, da
 from gateway.operations.doctor.model import model_check
 from gateway.operations.doctor.platforms import run_platform_check
 from gateway.operations.doctor.results import Check
+from gateway.operations.doctor.server_database import server_database_check
 from gateway.operations.doctor.transcription import NAME as VOICE, transcription_check, transcription_skip
 from gateway.operations.redaction import load_config_masked
 
@@ -26,9 +27,18 @@ async def run_checks(config_path: Path | None, *, offline: bool) -> list[Check]:
         names = (*LOCAL_NAMES, *PLATFORMS, "model", VOICE)
         skipped = [Check.skip(name, "needs a valid configuration") for name in names]
         return [config_error_check(error), *skipped]
-    checks = [config_check(loaded), home_check(loaded), database_check(loaded), disk_check(loaded)]
+    checks = [config_check(loaded), home_check(loaded), await _database_check(loaded, offline=offline), disk_check(loaded)]
     checks += await _network_checks(loaded, offline=offline)
     return checks
+
+
+async def _database_check(loaded: LoadedConfig, *, offline: bool) -> Check:
+    """SQLite: the file, read here. PostgreSQL: the server, asked (not with --offline)."""
+    if loaded.engine == "sqlite":
+        return database_check(loaded)
+    if offline:
+        return Check.skip("database", f"--offline: the PostgreSQL server of {loaded.database_url} is not asked")
+    return await server_database_check(loaded)
 
 
 async def _network_checks(loaded: LoadedConfig, *, offline: bool) -> list[Check]:
