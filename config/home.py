@@ -27,7 +27,11 @@ DOTENV_TEMPLATE = """\
 # OPENAI_API_KEY=sk-...
 #
 # Platforms (set the ones you use):
-""" + "".join(f"# {mark.name}={mark.example}\n" for mark in declared_secrets(PlatformsConfig).values() if mark.fallback)
+""" + "".join(f"# {mark.name}={mark.example}\n" for mark in declared_secrets(PlatformsConfig).values() if mark.fallback) + """\
+#
+# PostgreSQL (only with a postgresql:// storage.url; the password never goes in the URL):
+# PGPASSWORD=...
+"""
 """The .env a new home starts with: every variable a secret is read from, commented out (the platforms' as
 their sections declare them)."""
 

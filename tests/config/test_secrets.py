@@ -106,6 +106,9 @@ def test_a_new_homes_dotenv_lists_every_variable_a_secret_is_read_from(tmp_path:
         "# SLACK_BOT_TOKEN=xoxb-...",
         "# SLACK_APP_TOKEN=xapp-...",
         "# SLACK_SIGNING_SECRET=...",
+        "#",
+        "# PostgreSQL (only with a postgresql:// storage.url; the password never goes in the URL):",
+        "# PGPASSWORD=...",
     ]
     assert lines[:8] == [
         "# Secrets for Switchboard. Values here fill in variables the environment does not set (or sets empty).",
