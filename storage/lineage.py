@@ -22,7 +22,7 @@ from storage.records import SessionRecord
 from storage.sessions import SESSION_SELECT, NewSession, insert_session, session_by_id, session_from_row
 from storage.titles import next_title_in_chain, normalize_title
 
-__all__ = ["END_COMPRESSION", "chain", "resolve_title", "split_session"]
+__all__ = ["END_COMPRESSION", "chain", "newest_path", "resolve_title", "split_session"]
 
 END_COMPRESSION: Final = "compression"
 _MAX_DEPTH: Final = 10_000  # a guard against a cycle written by hand
@@ -95,10 +95,11 @@ async def chain(conn: aiosqlite.Connection, session_id: str) -> list[SessionReco
     if not ancestors or ancestors[-1].id != session_id:
         raise SessionNotFoundError(session_id)
     descendants = [session_from_row(row) for row in await conn.execute_fetchall(_DESCENDANTS, (session_id,))]
-    return ancestors + _newest_path(session_id, descendants)
+    return ancestors + newest_path(session_id, descendants)
 
 
-def _newest_path(start: str, descendants: list[SessionRecord]) -> list[SessionRecord]:
+def newest_path(start: str, descendants: list[SessionRecord]) -> list[SessionRecord]:
+    """From ``start`` down through ``descendants`` (every session below it), taking the newest child at each step."""
     newest_child: dict[str, SessionRecord] = {}
     for record in descendants:
         parent = record.parent_session_id or ""

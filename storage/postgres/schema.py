@@ -18,6 +18,10 @@ Notes on the layout (the SQLite notes in ``storage/schema.py`` hold for the tabl
   ``storage/search/call_text.py`` for why), parsed with the ``simple`` configuration: no stemming and
   no stop words, as SQLite's ``unicode61`` tokenizer.
 * Parts of words and CJK are found through a GIN trigram index (``pg_trgm``) on ``messages.content``.
+* ``sessions.title`` compares byte by byte (``COLLATE "C"``), as SQLite's BINARY does, whatever the
+  database's locale: a chain's numbered titles are found by a range scan (``"notes #0" <= title <
+  "notes #:"``, ``storage/titles.py``), which a language collation would reorder (ICU sorts ``:``
+  before the digits; glibc's ``en_US`` skips punctuation), and unique means the same characters.
 """
 
 from __future__ import annotations
@@ -90,7 +94,7 @@ _V1_CORE: Final = (
         chat_type text,
         thread_id text,
         user_id text,
-        title text,
+        title text COLLATE "C",
         model text,
         prompt_id bigint REFERENCES prompts(id),
         parent_session_id text REFERENCES sessions(id),
