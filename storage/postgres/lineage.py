@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Final
 
 from storage.errors import SessionNotFoundError, TitleInUseError
-from storage.lineage import END_COMPRESSION, newest_path
+from storage.lineage import END_COMPRESSION, newest_path, walk_queries
 from storage.postgres import messages
 from storage.postgres.connection import Connection
 from storage.postgres.sessions import SESSION_SELECT, try_insert_session
@@ -28,28 +28,9 @@ from storage.titles import chain_title_range, next_numbered_title, normalize_tit
 
 __all__ = ["chain", "resolve_title", "split_session"]
 
-_MAX_DEPTH: Final = 10_000  # a guard against a cycle written by hand
 _TITLE_TRIES: Final = 100  # each lost race means another session took a number: the count moves on
 
-_ANCESTORS: Final = f"""
-    WITH RECURSIVE up(id, depth) AS (
-        SELECT $1::text, 0
-        UNION ALL
-        SELECT s.parent_session_id, up.depth + 1 FROM sessions AS s JOIN up ON s.id = up.id
-        WHERE s.parent_session_id IS NOT NULL AND up.depth < {_MAX_DEPTH}
-    )
-    {SESSION_SELECT} JOIN up ON up.id = s.id ORDER BY up.depth DESC
-"""
-
-_DESCENDANTS: Final = f"""
-    WITH RECURSIVE down(id, depth) AS (
-        SELECT id, 1 FROM sessions WHERE parent_session_id = $1
-        UNION ALL
-        SELECT s.id, down.depth + 1 FROM sessions AS s JOIN down ON s.parent_session_id = down.id
-        WHERE down.depth < {_MAX_DEPTH}
-    )
-    {SESSION_SELECT} JOIN down ON down.id = s.id
-"""
+_ANCESTORS, _DESCENDANTS = walk_queries("$1::text")
 
 _PARENT: Final = SESSION_SELECT + " WHERE s.id = $1 FOR UPDATE OF s"
 

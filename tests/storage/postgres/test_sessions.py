@@ -18,26 +18,13 @@ import pytest_asyncio
 
 from storage import END_COMPRESSION, NewMessage, PostgresStore, SessionNotFoundError, TitleInUseError
 from tests.fakes.postgres_server import PostgresServer
-from tests.storage.conftest import new_session, user
+from tests.storage.conftest import Opener, new_session, user
 from tests.waiting import eventually
 
-Opener = Callable[[], Awaitable[PostgresStore]]
-
-
-@pytest_asyncio.fixture
-async def stores(postgres_dsn: str) -> AsyncIterator[Opener]:
-    """Opens stores on the test's database; all closed after."""
-    opened: list[PostgresStore] = []
-
-    async def open_one() -> PostgresStore:
-        opened.append(await PostgresStore.open(postgres_dsn))
-        return opened[-1]
-
-    try:
-        yield open_one
-    finally:
-        for store in reversed(opened):
-            await store.close()
+@pytest.fixture
+def engine_name() -> str:
+    """The ``other_store`` fixture (``tests/storage/conftest.py``) opens PostgreSQL stores on the test's database."""
+    return "postgresql"
 
 
 @pytest_asyncio.fixture
@@ -68,8 +55,8 @@ async def waiting_on_a_lock(postgres_dsn: str) -> AsyncIterator[Callable[[], Awa
         await conn.close()
 
 
-async def test_two_stores_appending_to_one_session_at_once_number_it_without_a_gap(stores: Opener) -> None:
-    first, second = await stores(), await stores()
+async def test_two_stores_appending_to_one_session_at_once_number_it_without_a_gap(other_store: Opener) -> None:
+    first, second = await other_store(), await other_store()
     session = await new_session(first)
 
     async def talk(store: PostgresStore, name: str) -> None:
@@ -86,8 +73,8 @@ async def test_two_stores_appending_to_one_session_at_once_number_it_without_a_g
     assert record is not None and record.message_count == 160
 
 
-async def test_find_open_session_sees_what_another_store_committed(stores: Opener) -> None:
-    mine, theirs = await stores(), await stores()
+async def test_find_open_session_sees_what_another_store_committed(other_store: Opener) -> None:
+    mine, theirs = await other_store(), await other_store()
     assert await mine.find_open_session("telegram:1") is None
     created = await new_session(theirs, "telegram:1")
     assert await mine.find_open_session("telegram:1") == created
@@ -103,9 +90,9 @@ async def test_find_open_session_sees_what_another_store_committed(stores: Opene
 
 
 async def test_a_system_prompt_is_stored_once_even_when_stores_race_to_store_it(
-    stores: Opener, bare: asyncpg.Connection
+    other_store: Opener, bare: asyncpg.Connection
 ) -> None:
-    first, second = await stores(), await stores()
+    first, second = await other_store(), await other_store()
     prompt = "You are Switchboard. " * 500
     made = await asyncio.gather(*(new_session(store, f"telegram:{n}", system_prompt=prompt)
                                   for n, store in zip(range(10), itertools.cycle((first, second)))))  # fmt: skip
@@ -113,8 +100,8 @@ async def test_a_system_prompt_is_stored_once_even_when_stores_race_to_store_it(
     assert {(await second.get_session(s.id)).system_prompt for s in made} == {prompt}  # type: ignore[union-attr]
 
 
-async def test_two_splits_of_one_session_at_once_end_it_once_and_fork(stores: Opener) -> None:
-    first, second = await stores(), await stores()
+async def test_two_splits_of_one_session_at_once_end_it_once_and_fork(other_store: Opener) -> None:
+    first, second = await other_store(), await other_store()
     parent = await new_session(first, title="notes")
     children = await asyncio.gather(first.split_session(parent.id, [user("one")]),
                                     second.split_session(parent.id, [user("two")]))  # fmt: skip
@@ -128,9 +115,9 @@ async def test_two_splits_of_one_session_at_once_end_it_once_and_fork(stores: Op
 
 
 async def test_a_split_that_loses_the_race_for_its_title_takes_the_next_number(
-    stores: Opener, bare: asyncpg.Connection, waiting_on_a_lock: Callable[[], Awaitable[bool]]
+    other_store: Opener, bare: asyncpg.Connection, waiting_on_a_lock: Callable[[], Awaitable[bool]]
 ) -> None:
-    store = await stores()
+    store = await other_store()
     plan = await new_session(store, "telegram:1", title="plan")
     async with bare.transaction():  # another gateway titles a session "plan #2" and has not committed yet
         await bare.execute(
@@ -145,9 +132,9 @@ async def test_a_split_that_loses_the_race_for_its_title_takes_the_next_number(
 
 
 async def test_a_title_taken_by_a_concurrent_transaction_is_refused_naming_its_holder(
-    stores: Opener, bare: asyncpg.Connection, waiting_on_a_lock: Callable[[], Awaitable[bool]]
+    other_store: Opener, bare: asyncpg.Connection, waiting_on_a_lock: Callable[[], Awaitable[bool]]
 ) -> None:
-    store = await stores()
+    store = await other_store()
     session = await new_session(store, "telegram:1")
     for attempt in (
         lambda: new_session(store, "telegram:3", title="plan"),
@@ -168,8 +155,8 @@ async def test_a_title_taken_by_a_concurrent_transaction_is_refused_naming_its_h
     assert (await store.get_session(session.id)).title is None  # type: ignore[union-attr]
 
 
-async def test_a_nul_in_a_sessions_text_is_stored_as_a_replacement_character(stores: Opener) -> None:
-    store = await stores()
+async def test_a_nul_in_a_sessions_text_is_stored_as_a_replacement_character(other_store: Opener) -> None:
+    store = await other_store()
     session = await new_session(store, "telegram:\x001", chat_id="\x001", model="m\x00", system_prompt="be\x00 kind")
     assert (session.session_key, session.chat_id, session.model) == ("telegram:\ufffd1", "\ufffd1", "m\ufffd")
     assert session.system_prompt == "be\ufffd kind"
