@@ -22,30 +22,38 @@ from storage.records import SessionRecord
 from storage.sessions import SESSION_SELECT, NewSession, insert_session, session_by_id, session_from_row
 from storage.titles import next_title_in_chain, normalize_title
 
-__all__ = ["END_COMPRESSION", "chain", "resolve_title", "split_session"]
+__all__ = ["END_COMPRESSION", "chain", "newest_path", "resolve_title", "split_session", "walk_queries"]
 
 END_COMPRESSION: Final = "compression"
 _MAX_DEPTH: Final = 10_000  # a guard against a cycle written by hand
 
-_ANCESTORS: Final = f"""
-    WITH RECURSIVE up(id, depth) AS (
-        SELECT ?, 0
-        UNION ALL
-        SELECT s.parent_session_id, up.depth + 1 FROM sessions AS s JOIN up ON s.id = up.id
-        WHERE s.parent_session_id IS NOT NULL AND up.depth < {_MAX_DEPTH}
-    )
-    {SESSION_SELECT} JOIN up ON up.id = s.id ORDER BY up.depth DESC
-"""
 
-_DESCENDANTS: Final = f"""
-    WITH RECURSIVE down(id, depth) AS (
-        SELECT id, 1 FROM sessions WHERE parent_session_id = ?
-        UNION ALL
-        SELECT s.id, down.depth + 1 FROM sessions AS s JOIN down ON s.parent_session_id = down.id
-        WHERE down.depth < {_MAX_DEPTH}
-    )
-    {SESSION_SELECT} JOIN down ON down.id = s.id
-"""
+def walk_queries(session_id: str) -> tuple[str, str]:
+    """The walk up from a session to its root (the session last) and the walk down to every session below it, with
+    ``session_id`` standing for the session's id (``?`` in SQLite, ``$1::text`` in PostgreSQL); both engines'
+    ``SESSION_SELECT`` select the same columns, so either engine's serves."""
+    up = f"""
+        WITH RECURSIVE up(id, depth) AS (
+            SELECT {session_id}, 0
+            UNION ALL
+            SELECT s.parent_session_id, up.depth + 1 FROM sessions AS s JOIN up ON s.id = up.id
+            WHERE s.parent_session_id IS NOT NULL AND up.depth < {_MAX_DEPTH}
+        )
+        {SESSION_SELECT} JOIN up ON up.id = s.id ORDER BY up.depth DESC
+    """
+    down = f"""
+        WITH RECURSIVE down(id, depth) AS (
+            SELECT id, 1 FROM sessions WHERE parent_session_id = {session_id}
+            UNION ALL
+            SELECT s.id, down.depth + 1 FROM sessions AS s JOIN down ON s.parent_session_id = down.id
+            WHERE down.depth < {_MAX_DEPTH}
+        )
+        {SESSION_SELECT} JOIN down ON down.id = s.id
+    """
+    return up, down
+
+
+_ANCESTORS, _DESCENDANTS = walk_queries("?")
 
 
 def split_session(
@@ -95,10 +103,11 @@ async def chain(conn: aiosqlite.Connection, session_id: str) -> list[SessionReco
     if not ancestors or ancestors[-1].id != session_id:
         raise SessionNotFoundError(session_id)
     descendants = [session_from_row(row) for row in await conn.execute_fetchall(_DESCENDANTS, (session_id,))]
-    return ancestors + _newest_path(session_id, descendants)
+    return ancestors + newest_path(session_id, descendants)
 
 
-def _newest_path(start: str, descendants: list[SessionRecord]) -> list[SessionRecord]:
+def newest_path(start: str, descendants: list[SessionRecord]) -> list[SessionRecord]:
+    """From ``start`` down through ``descendants`` (every session below it), taking the newest child at each step."""
     newest_child: dict[str, SessionRecord] = {}
     for record in descendants:
         parent = record.parent_session_id or ""

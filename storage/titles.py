@@ -13,11 +13,20 @@ from __future__ import annotations
 import re
 import sqlite3
 import unicodedata
+from collections.abc import Iterable
 from typing import Final
 
 from storage.errors import InvalidTitleError
 
-__all__ = ["MAX_TITLE_LENGTH", "clean_title", "next_title_in_chain", "normalize_title", "split_number"]
+__all__ = [
+    "MAX_TITLE_LENGTH",
+    "chain_title_range",
+    "clean_title",
+    "next_numbered_title",
+    "next_title_in_chain",
+    "normalize_title",
+    "split_number",
+]
 
 MAX_TITLE_LENGTH: Final = 100
 _NUMBERED: Final = re.compile(r"^(?P<base>.*?) #(?P<n>[0-9]+)$", re.DOTALL)
@@ -46,14 +55,26 @@ def split_number(title: str) -> tuple[str, int]:
     return title, 1
 
 
-def next_title_in_chain(conn: sqlite3.Connection, title: str) -> str:
-    """The title for the next session of the chain ``title`` belongs to."""
+def chain_title_range(title: str) -> tuple[str, str]:
+    """The bounds ``low <= t < high`` of the titles numbered after ``title``'s base (``"base #0"``, ``"base #:"``),
+    compared code point by code point (SQLite's BINARY, PostgreSQL's ``"C"`` collation)."""
+    base, _ = split_number(title)
+    return f"{base} #0", f"{base} #:"
+
+
+def next_numbered_title(title: str, taken: Iterable[str]) -> str:
+    """The next free number of ``title``'s chain, given the ``taken`` titles in its range (``chain_title_range``)."""
     base, _ = split_number(title)
     prefix = f"{base} #"
-    rows = conn.execute("SELECT title FROM sessions WHERE title >= ? AND title < ?", (prefix + "0", prefix + ":"))
     highest = 1
-    for (candidate,) in rows:
+    for candidate in taken:
         suffix = candidate[len(prefix) :]
-        if suffix.isascii() and suffix.isdigit():
+        if candidate.startswith(prefix) and suffix.isascii() and suffix.isdigit():
             highest = max(highest, int(suffix))
     return f"{base} #{highest + 1}"
+
+
+def next_title_in_chain(conn: sqlite3.Connection, title: str) -> str:
+    """The title for the next session of the chain ``title`` belongs to."""
+    rows = conn.execute("SELECT title FROM sessions WHERE title >= ? AND title < ?", chain_title_range(title))
+    return next_numbered_title(title, (candidate for (candidate,) in rows))

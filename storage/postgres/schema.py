@@ -21,6 +21,10 @@ Notes on the layout (the SQLite notes in ``storage/schema.py`` hold for the tabl
 * ``sessions.last_seq`` is the ``seq`` of the session's last message (its ``message_count``): an append
   moves it and numbers its messages from it in one statement, under the row lock the ``UPDATE`` takes
   (``storage/postgres/messages.py``), and reading a session needs no ``MAX(seq)`` over its messages.
+* ``sessions.title`` compares byte by byte (``COLLATE "C"``), as SQLite's BINARY does, whatever the
+  database's locale: a chain's numbered titles are found by a range scan (``"notes #0" <= title <
+  "notes #:"``, ``storage/titles.py``), which a language collation would reorder (ICU sorts ``:``
+  before the digits; glibc's ``en_US`` skips punctuation), and unique means the same characters.
 """
 
 from __future__ import annotations
@@ -93,7 +97,7 @@ _V1_CORE: Final = (
         chat_type text,
         thread_id text,
         user_id text,
-        title text,
+        title text COLLATE "C",
         model text,
         prompt_id bigint REFERENCES prompts(id),
         parent_session_id text REFERENCES sessions(id),

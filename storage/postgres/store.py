@@ -41,9 +41,11 @@ from storage.errors import ReadFailedError, SessionNotFoundError, StorageError, 
 from storage.last_heard import LastHeard
 from storage.ledger import TurnEnd
 from storage.log import log
-from storage.postgres import messages, migrations
+from storage.ids import new_session_id
+from storage.postgres import lineage, messages, migrations, sessions
 from storage.postgres.connection import Connection
 from storage.postgres.retry import run_with_retry
+from storage.postgres.text import clean
 from storage.records import (
     InboxRecord,
     MessageRecord,
@@ -57,6 +59,7 @@ from storage.records import (
 from storage.retry_policy import DEFAULT_RETRY, RetryPolicy
 from storage.search.fulltext import SearchOwner
 from storage.sessions import Usage
+from storage.titles import clean_title
 
 __all__ = ["PostgresStore"]
 
@@ -256,22 +259,48 @@ class PostgresStore:
         parent_session_id: str | None = None,
         session_id: str | None = None,
     ) -> SessionRecord:
-        raise NotImplementedError  # sessions
+        """Start a session; ``system_prompt`` is the frozen snapshot it runs with (stored once per text)."""
+        new = sessions.NewSession(
+            session_key=session_key, platform=platform, chat_id=chat_id, chat_type=chat_type, thread_id=thread_id,
+            user_id=user_id, title=clean_title(title), model=model, system_prompt=system_prompt,
+            parent_session_id=parent_session_id,
+        )  # fmt: skip
+        now = self._clock()
+        op = partial(sessions.insert_session, new=new, session_id=session_id or new_session_id(now), started_at=now)
+        return await self._write(op, what="create session")
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
-        raise NotImplementedError  # sessions
+        return await self._read(partial(sessions.fetch_session, session_id=session_id))
 
     async def end_session(self, session_id: str, reason: str) -> bool:
-        raise NotImplementedError  # sessions
+        """End a session, after the writes to it queued before. The first reason wins: False if it had already ended
+        (``SessionNotFoundError`` if unknown)."""
+        if not reason:
+            raise ValueError("an end reason is required")
+        op = partial(sessions.end_session, session_id=session_id, reason=reason, ended_at=self._clock())
+        return await self._in_session_order(session_id, op, what="end session")
 
     async def list_sessions(self, platform: str | None = None, limit: int = 50) -> list[SessionRecord]:
-        raise NotImplementedError  # sessions
+        return await self._read(partial(sessions.list_sessions, platform=platform, limit=limit))
 
     async def find_open_session(self, session_key: str) -> SessionRecord | None:
-        raise NotImplementedError  # sessions
+        """The newest session of ``session_key`` that has not ended, read from the server (another process's
+        sessions included)."""
+        return await self._read(partial(sessions.find_open_session, session_key=session_key))
 
     async def set_title(self, session_id: str, title: str | None) -> str | None:
-        raise NotImplementedError  # sessions
+        """Title a session (unique across sessions); None or blank clears it. Returns the cleaned title."""
+        return await self._in_session_order(session_id, partial(sessions.set_title, session_id=session_id,
+                                                                title=title), what="set title")  # fmt: skip
+
+    async def _in_session_order(self, session_id: str, op: Callable[[Connection], Awaitable[T]], *, what: str) -> T:
+        """``op`` in a transaction of its own, after the writes to ``session_id`` queued before it (as SQLite's one
+        writer would run it)."""
+
+        async def write() -> T:
+            return await self._write(op, what=what)
+
+        return await self._queued(("session", session_id), write)
 
     # -- usage -----------------------------------------------------------------------------------
 
@@ -285,10 +314,21 @@ class PostgresStore:
         ))  # fmt: skip
 
     def add_call_usage(self, session_id: str, usage: Usage) -> Awaitable[None]:
-        raise NotImplementedError  # sessions
+        """Queued at the call, after the session's writes queued before it; ``SessionNotFoundError`` for an unknown
+        session (nothing written)."""
+
+        async def add(conn: Connection) -> None:
+            if not await sessions.add_usage(conn, clean(session_id), usage, self._clock()):
+                raise SessionNotFoundError(session_id)
+
+        async def write() -> None:
+            await self._write(add, what="add usage")
+
+        return self._queued(("session", session_id), write)
 
     async def usage_since(self, since: float) -> UsageTotals:
-        raise NotImplementedError  # sessions
+        """Every session's model calls at or after ``since`` (epoch seconds), summed."""
+        return await self._read(partial(sessions.usage_since, since=since))
 
     # -- messages --------------------------------------------------------------------------------
 
@@ -322,13 +362,20 @@ class PostgresStore:
     async def split_session(
         self, parent_id: str, new: Sequence[NewMessage], *, system_prompt: str | None = None
     ) -> SessionRecord:
-        raise NotImplementedError  # lineage
+        """End ``parent_id`` for compression and continue in a child holding ``new``: one transaction, after the
+        writes to the parent queued before it (``storage/postgres/lineage.py``)."""
+        now = self._clock()
+        op = partial(lineage.split_session, parent_id=parent_id, new=tuple(new), system_prompt=system_prompt,
+                     child_id=new_session_id(now), now=now)  # fmt: skip
+        return await self._in_session_order(parent_id, op, what="split session")
 
     async def lineage(self, session_id: str) -> list[SessionRecord]:
-        raise NotImplementedError  # lineage
+        """The chain ``session_id`` belongs to, root first, newest last."""
+        return await self._read(partial(lineage.chain, session_id=session_id))
 
     async def resolve_title(self, title: str) -> SessionRecord | None:
-        raise NotImplementedError  # lineage
+        """The newest session of the chain whose session carries ``title``."""
+        return await self._read(partial(lineage.resolve_title, title=title))
 
     # -- search ----------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,8 @@ def faults() -> Watched:
 
 ENGINES = ("sqlite", "postgresql")
 
+Opener = Callable[[], Awaitable[Any]]
+
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test module marked ``pytestmark = pytest.mark.both_engines`` runs each of its tests that takes ``store`` on
@@ -74,6 +76,27 @@ async def store(engine_name: str, db_path: Path, faults: Watched, request: pytes
         yield opened
     finally:
         await opened.close()
+
+
+@pytest_asyncio.fixture
+async def other_store(engine_name: str, db_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Opener]:
+    """Opens another store on the database of ``store`` (what it reads comes from the database, past any cache of
+    ``store``); every store it opened is closed after the test."""
+    opened: list[Any] = []
+
+    async def open_one() -> Any:
+        if engine_name == "postgresql":
+            another: Any = await PostgresStore.open(request.getfixturevalue("postgres_dsn"))
+        else:
+            another = await Store.open(db_path)
+        opened.append(another)
+        return another
+
+    try:
+        yield open_one
+    finally:
+        for another in reversed(opened):
+            await another.close()
 
 
 async def new_session(store: Store, key: str = "telegram:1", **fields: object) -> SessionRecord:

@@ -1,4 +1,4 @@
-"""The SQLite ``Store`` is a ``StorageEngine``: every member of the contract, with the same signature.
+"""Every engine's store is a ``StorageEngine``: every member of the contract, with the same signature.
 
 The comparison is structural (``inspect.signature`` with the annotations resolved), so a parameter
 renamed, reordered, given another default or another type on either side fails here, and so does a
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import storage
-from storage import BackupHooks, PairingStorage, StorageEngine, Store
+from storage import BackupHooks, PairingStorage, PostgresStore, StorageEngine, Store
 from storage.pairing import PairingStore
 
 
@@ -34,7 +34,7 @@ def mismatches(wanted: Callable[..., object], given: Callable[..., object], owne
 
     The contract's parameters must all be there, in order, of the same kind, default and type; the
     engine may add parameters of its own only if they are optional. ``Self`` in the contract is met by
-    the engine's class or a type variable bound to one of its bases.
+    ``Self``, the engine's class or a type variable bound to one of its bases.
     """
     found: list[str] = []
     if inspect.iscoroutinefunction(wanted) != inspect.iscoroutinefunction(given):
@@ -59,6 +59,8 @@ def mismatches(wanted: Callable[..., object], given: Callable[..., object], owne
             found.append(f"{extra.name}: required here, unknown to the contract")
     want_return, give_return = want_hints.get("return"), give_hints.get("return")
     if want_return is typing.Self:
+        if give_return is typing.Self:
+            return found
         bound = getattr(give_return, "__bound__", give_return)
         bound_name = bound.__forward_arg__ if isinstance(bound, typing.ForwardRef) else getattr(bound, "__name__", "")
         if bound_name not in {cls.__name__ for cls in owner.__mro__}:
@@ -103,6 +105,10 @@ def test_the_contract_covers_every_area_and_documents_each_member() -> None:
 
 def test_the_sqlite_store_declares_every_member_as_the_contract_does() -> None:
     assert conformance(StorageEngine, Store) == {}
+
+
+def test_the_postgresql_store_declares_every_member_as_the_contract_does() -> None:
+    assert conformance(StorageEngine, PostgresStore) == {}
 
 
 def test_the_sqlite_pairing_state_declares_every_member_as_the_contract_does() -> None:

@@ -9,6 +9,8 @@ import pytest
 from storage import END_COMPRESSION, NewMessage, SessionNotFoundError, Store
 from tests.storage.conftest import new_session, user
 
+pytestmark = pytest.mark.both_engines
+
 SUMMARY = [NewMessage("user", "[summary of earlier turns]"), NewMessage("assistant", "ok, continuing")]
 
 

@@ -6,13 +6,16 @@ import json
 import sqlite3
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from agent.media import MediaPart
 from agent.messages import ChatMessage
 from gateway.turn.convert import to_chat, to_new
 from storage import MessageAppend, NewMessage, OutboxChunk, Store, TurnEnd
-from tests.storage.conftest import new_session
+from tests.storage.conftest import Opener, new_session
+
+pytestmark = pytest.mark.both_engines
 
 PHOTO = MediaPart(kind="image", mime="image/jpeg", sha256="ab" * 32, size=183_004, origin="photo", width=1280,
                   height=960, sent_at=1_767_225_600.5, file_id="AgACAgIAAxkBAAIB")  # fmt: skip
@@ -20,12 +23,21 @@ REPORT = MediaPart(kind="pdf", mime="application/pdf", sha256="cd" * 32, size=40
                    name="Q3 Bericht – final.pdf", pages=12, text_sha256="ef" * 32, text_tokens=5120)  # fmt: skip
 
 
-def stored_media(db_path: Path) -> list[str | None]:
+async def stored_media(engine_name: str, db_path: Path, request: pytest.FixtureRequest) -> list[str | None]:
+    """The ``messages.media`` column as the database holds it (JSON text), in message order."""
+    if engine_name == "postgresql":
+        conn = await asyncpg.connect(request.getfixturevalue("postgres_dsn"))
+        try:
+            return [row[0] for row in await conn.fetch("SELECT media::text FROM messages ORDER BY id")]
+        finally:
+            await conn.close()
     with sqlite3.connect(db_path) as conn:
         return [row[0] for row in conn.execute("SELECT media FROM messages ORDER BY id")]
 
 
-async def test_media_goes_in_with_the_append_and_loads_back(store: Store, db_path: Path) -> None:
+async def test_media_goes_in_with_the_append_and_loads_back(
+    store: Store, other_store: Opener, engine_name: str, db_path: Path, request: pytest.FixtureRequest
+) -> None:
     session = await new_session(store)
     parts = (PHOTO.to_dict(), REPORT.to_dict())
     appended = await store.append_messages(session.id, [
@@ -33,22 +45,24 @@ async def test_media_goes_in_with_the_append_and_loads_back(store: Store, db_pat
         NewMessage("assistant", "the config file is missing"),
     ])  # fmt: skip
     assert appended[0].media == parts and appended[1].media == ()
-    column = stored_media(db_path)
+    column = await stored_media(engine_name, db_path, request)
     assert column[1] is None, "no media is NULL, not an empty list"
     assert json.loads(column[0] or "") == [PHOTO.to_dict(), REPORT.to_dict()]
-    async with await Store.open(db_path) as fresh:  # from the table, not the cache
-        loaded = await fresh.load_messages(session.id)
+    fresh = await other_store()  # from the table, not the cache
+    loaded = await fresh.load_messages(session.id)
     assert loaded == appended
     assert [MediaPart.from_dict(p) for p in loaded[0].media] == [PHOTO, REPORT]
 
 
-async def test_a_turns_final_messages_keep_their_media(store: Store, db_path: Path) -> None:
+async def test_a_turns_final_messages_keep_their_media(store: Store, other_store: Opener) -> None:
     session = await new_session(store)
     reply = MessageAppend(session.id, [NewMessage("user", "", media=(PHOTO.to_dict(),)),
                                        NewMessage("assistant", "a cat on a keyboard")])  # fmt: skip
-    await store.finish_turn(TurnEnd("turn-1", "telegram", "1", None, [OutboxChunk(text="a cat")], messages=reply))
-    async with await Store.open(db_path) as fresh:
-        loaded = await fresh.load_messages(session.id)
+    try:
+        await store.finish_turn(TurnEnd("turn-1", "telegram", "1", None, [OutboxChunk(text="a cat")], messages=reply))
+    except NotImplementedError:  # until PostgreSQL's finish_turn (the outbox part of issue 30) is merged
+        pytest.xfail("PostgreSQL's finish_turn is not built on this branch")
+    loaded = await (await other_store()).load_messages(session.id)
     assert [m.media for m in loaded] == [(PHOTO.to_dict(),), ()]
 
 

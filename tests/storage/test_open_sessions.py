@@ -15,7 +15,9 @@ import pytest
 
 from storage import NewMessage, SessionRecord, Store
 from storage.open_sessions import OpenSessions
-from tests.storage.conftest import new_session, user
+from tests.storage.conftest import Opener, new_session, user
+
+pytestmark = pytest.mark.both_engines
 
 
 async def same_as_database(store: Store, key: str) -> SessionRecord | None:
@@ -76,7 +78,7 @@ async def test_title_and_split_are_followed(store: Store) -> None:
 
 @pytest.mark.parametrize("known", [False, True], ids=["first-append", "plain-append"])
 async def test_another_process_ending_the_session_is_seen_at_the_next_write(
-    store: Store, db_path: Path, known: bool
+    store: Store, other_store: Opener, known: bool
 ) -> None:
     # known: the writer appended to `other` before, so the next append is one statement with no
     # transaction (no probe at its start); it must notice the other store's commit all the same.
@@ -85,11 +87,9 @@ async def test_another_process_ending_the_session_is_seen_at_the_next_write(
     if known:
         await store.append_messages(other.id, [user("first")])
     await store.find_open_session("telegram:1")
-    outside = await Store.open(db_path)
-    try:
-        await outside.end_session(session.id, "user")
-    finally:
-        await outside.close()
+    outside = await other_store()
+    await outside.end_session(session.id, "user")
+    await outside.close()
     await store.append_messages(other.id, [user("any write of this store notices the other one's commit")])
     assert await same_as_database(store, "telegram:1") is None
 

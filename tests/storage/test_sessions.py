@@ -10,6 +10,8 @@ import pytest
 from storage import InvalidTitleError, NewMessage, SessionNotFoundError, Store, TitleInUseError, Usage
 from tests.storage.conftest import new_session, user
 
+pytestmark = pytest.mark.both_engines
+
 
 async def test_create_and_get_round_trip(store: Store) -> None:
     created = await store.create_session(
@@ -106,6 +108,7 @@ async def test_message_count_follows_appends(store: Store) -> None:
     assert got is not None and got.message_count == 3
 
 
+@pytest.mark.sqlite_only  # reads the SQLite file; tests/storage/postgres/test_sessions.py checks the server's table
 async def test_system_prompts_are_stored_once(store: Store, db_path: Path) -> None:
     prompt = "You are Switchboard. " * 500
     sessions = [await new_session(store, f"telegram:{n}", system_prompt=prompt) for n in range(5)]
