@@ -57,10 +57,13 @@ from storage.search.fulltext import SearchOwner
 from storage.sessions import Usage
 from storage.store import Store
 from storage.postgres.store import PostgresStore
+from storage.postgres.copy_from_sqlite import CopyError, CopyReport, copy_from_sqlite, without_password
 
 __all__ = [
     "BackupError",
     "BackupHooks",
+    "CopyError",
+    "CopyReport",
     "DatabaseCheck",
     "END_COMPRESSION",
     "Fault",
@@ -101,10 +104,12 @@ __all__ = [
     "WriteFailedError",
     "backup_database",
     "check_database",
+    "copy_from_sqlite",
     "database_in_use",
     "fault_of",
     "is_busy",
     "media_files",
     "new_session_id",
     "restore_database",
+    "without_password",
 ]
