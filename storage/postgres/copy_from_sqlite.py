@@ -135,9 +135,11 @@ class CopyReport:
         return sum(table.rows for table in self.tables)
 
 
-async def copy_from_sqlite(source: Path, url: str, *, connect_timeout: float = 10.0) -> CopyReport:
+async def copy_from_sqlite(
+    source: Path, url: str, *, password: str | None = None, connect_timeout: float = 10.0
+) -> CopyReport:
     """Copy the SQLite database ``source`` into the empty PostgreSQL database at ``url`` and verify it (see the module
-    docstring). ``url`` is a libpq URL; the password comes from it or from ``PGPASSWORD`` and is never shown.
+    docstring). ``url`` is a libpq URL; the password comes from ``password``, the URL or ``PGPASSWORD``, never shown.
     ``CopyError`` when refused or failed (nothing kept); ``SchemaError`` for a target this build cannot use."""
     started = time.perf_counter()
     if not source.is_file():
@@ -147,7 +149,7 @@ async def copy_from_sqlite(source: Path, url: str, *, connect_timeout: float = 1
                         "(systemctl stop switchboard, docker compose stop), then migrate again")  # fmt: skip
     with _Snapshot(source) as snapshot:
         source_version = _source_version(snapshot, source)
-        conn = await _connect(url, connect_timeout)
+        conn = await _connect(url, password, connect_timeout)
         try:
             where = await migrations.describe(conn)
             if await migrations.read_version(conn):  # tables that are not Switchboard's raise SchemaError here
@@ -231,9 +233,9 @@ def _source_version(snapshot: _Snapshot, path: Path) -> int:
 # -- the PostgreSQL side ---------------------------------------------------------------------------
 
 
-async def _connect(url: str, timeout: float) -> asyncpg.Connection:
+async def _connect(url: str, password: str | None, timeout: float) -> asyncpg.Connection:
     try:
-        return await asyncpg.connect(url, timeout=timeout)
+        return await asyncpg.connect(url, timeout=timeout, **({"password": password} if password else {}))
     except (OSError, TimeoutError, ValueError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
         reason = _masked(str(error) or type(error).__name__, url)
         raise CopyError(f"cannot connect to {without_password(url)}: {reason}. Check the URL, that the server "

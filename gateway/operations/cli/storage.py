@@ -5,9 +5,10 @@
 ``migrate`` copies the home's SQLite database (storage.path, or ``--from PATH``) into an empty
 PostgreSQL database: sessions, their lineage and titles, messages, usage, pairing, inbox and
 outbox, ids kept; then checks every table (row count and checksum) and prints what it copied.
-The password comes from ``PGPASSWORD`` (or the URL) and is never printed. The gateway must be
-stopped: a database another process has open is refused. The SQLite file is only read, and the
-media files stay in the home's media folder. The copy itself is ``storage/postgres/copy_from_sqlite.py``.
+The password comes from the URL or ``PGPASSWORD`` (the environment, or the home's .env) and is
+never printed. The gateway must be stopped: a database another process has open is refused.
+The SQLite file is only read, and the media files stay in the home's media folder. The copy
+itself is ``storage/postgres/copy_from_sqlite.py``.
 Exit status: 0 copied and verified, 1 refused or failed (nothing kept), 2 for configuration errors.
 """
 
@@ -15,8 +16,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from config.home import resolve_home
+from config.loader import home_environment
 
 from gateway.operations.cli.common import add_config_option, load_config_or_exit, log_warnings_to_stderr, show
 from storage import CopyReport, StorageError, copy_from_sqlite, without_password
@@ -49,12 +55,20 @@ def migrate_command(args: argparse.Namespace) -> int:
     source = args.source if args.source is not None else load_config_or_exit(args).db_path
     log_warnings_to_stderr()
     try:
-        report = asyncio.run(copy_from_sqlite(source, args.url))
+        report = asyncio.run(copy_from_sqlite(source, args.url, password=_password(args.url)))
     except StorageError as error:
         show(f"switchboard storage migrate: {error}", sys.stderr)
         return EXIT_FAILED
     show(describe(report, without_password(args.url)))
     return 0
+
+
+def _password(url: str) -> str | None:
+    """``PGPASSWORD`` from the home's .env, when neither the URL nor the environment gives one (the driver reads
+    those itself; .env is Switchboard's own)."""
+    if urlsplit(url).password or os.environ.get("PGPASSWORD"):
+        return None
+    return home_environment(resolve_home(os.environ)).get("PGPASSWORD") or None
 
 
 def describe(report: CopyReport, url: str) -> str:
