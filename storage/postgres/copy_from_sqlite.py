@@ -154,7 +154,6 @@ async def copy_from_sqlite(
             where = await migrations.describe(conn)
             if await migrations.read_version(conn):  # tables that are not Switchboard's raise SchemaError here
                 await _refuse_unless_empty(conn, where)
-                await conn.execute(f"SET LOCAL maintenance_work_mem = '{_INDEX_MEMORY}'")  # for building the indexes
             target_version = await migrations.upgrade(conn)
             async with conn.transaction():
                 # Another copy started at the same moment waits here, then finds the rows and is refused.
