@@ -60,10 +60,13 @@ from storage.store import Store
 from storage.postgres.store import PostgresStore
 from storage.opening import engine_of, open_store
 from storage.postgres.inspection import MIN_SERVER_VERSION, TESTED_SERVER_VERSION, ServerReport, inspect_server
+from storage.postgres.copy_from_sqlite import CopyError, CopyReport, copy_from_sqlite, without_password
 
 __all__ = [
     "BackupError",
     "BackupHooks",
+    "CopyError",
+    "CopyReport",
     "DatabaseCheck",
     "END_COMPRESSION",
     "Fault",
@@ -107,6 +110,7 @@ __all__ = [
     "WriteFailedError",
     "backup_database",
     "check_database",
+    "copy_from_sqlite",
     "database_in_use",
     "engine_of",
     "fault_of",
@@ -116,4 +120,5 @@ __all__ = [
     "new_session_id",
     "open_store",
     "restore_database",
+    "without_password",
 ]

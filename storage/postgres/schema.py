@@ -52,7 +52,7 @@ class Migration:
 # arguments decoded from the JSON string the model APIs send (taken as they are when they are not
 # JSON). Immutable, so a generated column may call it; a bad argument string never fails an insert.
 _CALL_WORDS: Final = f"""CREATE FUNCTION call_words(calls jsonb) RETURNS tsvector
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+    LANGUAGE plpgsql IMMUTABLE PARALLEL RESTRICTED AS $$
 DECLARE
     call jsonb;
     arguments jsonb;
