@@ -101,6 +101,8 @@ def sqlite_rows(path: Path) -> dict[str, list[dict[str, Any]]]:
                     elif isinstance(value, str):
                         row[column] = clean(value)
             tables[table] = _ordered(rows)
+    for session in tables["sessions"]:  # kept by the PostgreSQL store alone: the seq of the session's last message
+        session["last_seq"] = max((m["seq"] for m in tables["messages"] if m["session_id"] == session["id"]), default=0)
     return tables
 
 
