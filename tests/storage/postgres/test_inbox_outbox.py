@@ -9,8 +9,11 @@ from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest_asyncio
+from structlog.testing import capture_logs
 
 from storage import MessageAppend, NewMessage, OutboxChunk, PostgresStore, TurnEnd
+from tests.fakes.postgres_server import PostgresServer
+from tests.waiting import eventually
 
 NUL_STANDS_IN = "\ufffd"
 
@@ -88,14 +91,25 @@ async def test_a_conversations_events_are_stored_in_the_order_they_were_handed_o
         assert [r.payload["n"] for r in await store.inbox_unfinished()] == list(range(30))
 
 
-async def test_the_marks_of_one_outbox_row_land_in_the_order_they_were_asked_for(postgres_dsn: str) -> None:
+async def test_the_marks_of_one_outbox_row_land_in_the_order_they_were_asked_for_across_an_outage(
+    postgres: PostgresServer, postgres_dsn: str
+) -> None:
+    # While the server is away every write is retried after its own jittered delay: queued per row, a row's
+    # second mark waits for its first instead of racing it when the server is back.
     async with await PostgresStore.open(postgres_dsn) as store:
-        rows = await store.outbox_add("notice", "telegram", "1", None, [f"chunk {n}" for n in range(10)])
-        sent = [store.outbox_mark_sent(row.id, f"m{row.chunk_index}") for row in rows]
-        failed = [store.outbox_mark_failed(row.id, "late", give_up=True) for row in rows]  # after the sends: too late
-        assert await asyncio.gather(*sent) == [True] * 10
-        assert await asyncio.gather(*failed) == [False] * 10
-        assert [(r.status, r.last_error) for r in [await store.outbox_get(row.id) for row in rows]] == [("sent", None)] * 10
+        rows = await store.outbox_add("notice", "telegram", "1", None, [f"chunk {n}" for n in range(20)])
+        await asyncio.to_thread(postgres.pause)
+        try:
+            with capture_logs() as logs:
+                marks = []
+                for row in rows:  # each row's send, then a failure that comes too late: the row is sent by then
+                    marks += [store.outbox_mark_sent(row.id, f"m{row.chunk_index}"),
+                              store.outbox_mark_failed(row.id, "late", give_up=True)]  # fmt: skip
+                await eventually(lambda: sum(e["event"] == "storage.retrying" for e in logs) >= 40, "retries")
+        finally:
+            await asyncio.to_thread(postgres.resume)
+        assert await asyncio.gather(*marks) == [True, False] * 20
+        assert [(r.status, r.last_error) for r in [await store.outbox_get(row.id) for row in rows]] == [("sent", None)] * 20
 
 
 async def test_a_nul_in_the_inbox_and_the_outbox_is_stored_as_the_replacement_character(postgres_dsn: str) -> None:
