@@ -5,11 +5,16 @@ RETURNING``: the row comes back only to the transaction that stored it, so of an
 accepts of one event, in this process or others, exactly one is told True (a second inserter
 waits on the unique index for the first to commit, then inserts nothing). The payload is kept as
 ``jsonb`` (JSON text in, JSON text out: ``payload::text``), cleaned of NUL (``storage/postgres/text.py``).
+
+``jsonb`` holds only what JSON can: a float that is not a number or infinite (which Python's JSON
+writes as ``NaN``, ``Infinity``, and SQLite keeps as text) is stored as ``null``, so such an event
+is still accepted (refused, the platform would redeliver it forever) with everything else intact.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -30,9 +35,27 @@ async def accept(
     stored = await conn.fetchval(
         """INSERT INTO inbox (platform, event_id, session_key, payload, received_at) VALUES ($1, $2, $3, $4::jsonb, $5)
            ON CONFLICT (platform, event_id) DO NOTHING RETURNING id""",
-        clean(platform), clean(event_id), clean(session_key), clean_json(payload_text(payload)), now,
+        clean(platform), clean(event_id), clean(session_key), payload_json(payload), now,
     )  # fmt: skip
     return stored is not None
+
+
+def payload_json(payload: Mapping[str, Any]) -> str:
+    """``payload`` as JSON ``jsonb`` takes: no NUL, no ``NaN`` or ``Infinity`` (``null`` in their place)."""
+    text = payload_text(payload)
+    if "NaN" in text or "Infinity" in text:  # maybe only inside a string: then the same text comes out again
+        text = payload_text(_finite(payload))
+    return clean_json(text)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 async def mark_done(conn: Connection, *, platform: str, event_id: str, now: float) -> bool:

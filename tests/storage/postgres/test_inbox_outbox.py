@@ -133,6 +133,14 @@ async def test_a_nul_in_the_inbox_and_the_outbox_is_stored_as_the_replacement_ch
         assert (await store.outbox_get(second.id)).last_error == f"bad{NUL_STANDS_IN}byte"  # type: ignore[union-attr]
 
 
+async def test_an_event_whose_payload_has_a_float_json_cannot_hold_is_accepted(postgres_dsn: str) -> None:
+    async with await PostgresStore.open(postgres_dsn) as store:
+        payload = {"timestamp": float("nan"), "text": "NaN and Infinity", "scores": [1.5, float("inf"), -float("inf")]}
+        assert await store.inbox_accept("telegram", "u1", "telegram:1", payload) is True
+        (event,) = await store.inbox_unfinished()
+        assert event.payload == {"timestamp": None, "text": "NaN and Infinity", "scores": [1.5, None, None]}
+
+
 async def test_a_turn_end_with_messages_numbers_them_after_the_appends_of_another_store(
     stores: tuple[PostgresStore, PostgresStore],
 ) -> None:
