@@ -335,7 +335,7 @@ class PostgresStore:
         self._check_open()
         return 0
 
-    # -- inbox ---------------------------------------------------------------------------------
+    # -- inbox -----------------------------------------------------------------------------------
 
     def inbox_accept(
         self, platform: str, event_id: str, session_key: str, payload: Mapping[str, Any]
@@ -382,11 +382,12 @@ class PostgresStore:
         if final is not None and not final.messages:
             raise ValueError("a turn's final messages, when given, hold at least one message")
         chunks, answered = tuple(end.chunks), tuple(end.answered)
+        new = () if final is None else tuple(final.messages)
 
         async def turn_end(conn: Connection) -> list[OutboxRecord]:
             now = self._clock()
             if final is not None:
-                await messages.append(conn, final.session_id, tuple(final.messages), final.usage, now)
+                await messages.append(conn, final.session_id, new, final.usage, now)
             return await outbox.add(conn, turn_id=end.turn_id, platform=end.platform, chat_id=end.chat_id,
                                     thread_id=end.thread_id, chunks=chunks, answered=answered, now=now)  # fmt: skip
 
