@@ -11,11 +11,13 @@ Several open sessions can share one chat (one per person in a group): the chat i
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import aiosqlite
 
-__all__ = ["LastHeard", "last_heard"]
+__all__ = ["RECENT_ROWS", "LastHeard", "choose_chats", "last_heard", "marked"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +57,8 @@ async def last_heard(conn: aiosqlite.Connection, *, platform: str, limit: int) -
            FROM sessions AS s WHERE s.platform = ?1 AND s.ended_at IS NULL""",
         (platform,),
     )
-    chats: dict[tuple[str, str | None], _Chat] = {}
-    for key, chat_id, thread_id, chat_type, started_at, active in sessions:
-        chat = chats.setdefault((chat_id, thread_id), _Chat(chat_id, thread_id))
-        chat.add(key, chat_type, started_at, active)
-    chosen = sorted(chats.values(), key=lambda c: c.active, reverse=True)[:limit]
+    chosen = choose_chats(sessions, limit)
     keys = [key for chat in chosen for key in chat.keys]
-    newest: dict[tuple[str, str | None], tuple[float, int, str]] = {}
     rows = await conn.execute_fetchall(
         f"""WITH recent AS (
                 SELECT k.value AS session_key, i.id, i.payload->>'timestamp' AS at
@@ -76,12 +73,35 @@ async def last_heard(conn: aiosqlite.Connection, *, platform: str, limit: int) -
             FROM newest AS n JOIN inbox AS i ON i.id = n.id WHERE n.n = 1""",
         (platform, json.dumps(keys)),
     )
+    return marked(chosen, rows)
+
+
+RECENT_ROWS = 64
+"""Inbox rows read per session for its newest message: more than one catch-up feeds out of order (``catch_up.per_chat``
+is 50 by default), so a message received live after them is among them."""
+
+
+def choose_chats(sessions: Iterable[Sequence[Any]], limit: int) -> list[_Chat]:
+    """The ``limit`` most recently active chats of ``sessions``: rows ``(session_key, chat_id, thread_id, chat_type,
+    started_at, newest inbox row's received_at or None)`` of every open session of the platform (engine-neutral)."""
+    chats: dict[tuple[str, str | None], _Chat] = {}
+    for key, chat_id, thread_id, chat_type, started_at, active in sessions:
+        chat = chats.setdefault((chat_id, thread_id), _Chat(chat_id, thread_id))
+        chat.add(key, chat_type, started_at, active)
+    return sorted(chats.values(), key=lambda c: c.active, reverse=True)[:limit]
+
+
+def marked(chosen: Sequence[_Chat], rows: Iterable[Sequence[Any]]) -> list[LastHeard]:
+    """``chosen`` with their marks, the most recently active first: ``rows`` are ``(inbox id, chat_id, thread_id,
+    message_id, send time)`` of the newest message of each of their sessions (engine-neutral)."""
+    places = {(chat.chat_id, chat.thread_id) for chat in chosen}
+    newest: dict[tuple[str, str | None], tuple[float, int, str]] = {}
     for row_id, chat_id, thread_id, message_id, at in rows:
         if message_id is None or at is None:
             continue
         mark = (float(at), row_id, str(message_id))
         place = (str(chat_id), None if thread_id is None else str(thread_id))
-        if place in chats and mark > newest.get(place, (float("-inf"), 0, "")):
+        if place in places and mark > newest.get(place, (float("-inf"), 0, "")):
             newest[place] = mark
     heard = []
     for chat in chosen:
@@ -92,11 +112,6 @@ async def last_heard(conn: aiosqlite.Connection, *, platform: str, limit: int) -
             session_started_at=chat.started_at,
         ))  # fmt: skip
     return sorted(heard, key=lambda h: h.active_at, reverse=True)
-
-
-RECENT_ROWS = 64
-"""Inbox rows read per session for its newest message: more than one catch-up feeds out of order (``catch_up.per_chat``
-is 50 by default), so a message received live after them is among them."""
 
 
 class _Chat:

@@ -42,7 +42,7 @@ from storage.last_heard import LastHeard
 from storage.ledger import TurnEnd
 from storage.log import log
 from storage.ids import new_session_id
-from storage.postgres import lineage, messages, migrations, sessions
+from storage.postgres import inbox, last_heard, lineage, messages, migrations, outbox, outbox_live, sessions
 from storage.postgres.connection import Connection
 from storage.postgres.retry import run_with_retry
 from storage.postgres.text import clean
@@ -394,49 +394,110 @@ class PostgresStore:
     def inbox_accept(
         self, platform: str, event_id: str, session_key: str, payload: Mapping[str, Any]
     ) -> Awaitable[bool]:
-        raise NotImplementedError  # inbox
+        """Queued at the call after the earlier accepts of the same conversation (``session_key``), so a chat's events
+        are stored in the order they were handed over; False for an event stored before, by any process (one
+        ``INSERT ... ON CONFLICT DO NOTHING``: of concurrent accepts of one event exactly one stores it)."""
+        payload = dict(payload)
+
+        async def write() -> bool:
+            return await self._write(partial(inbox.accept, platform=platform, event_id=event_id,
+                                             session_key=session_key, payload=payload, now=self._clock()),
+                                     what="inbox accept")  # fmt: skip
+
+        return self._queued(("inbox", session_key), write)
 
     def inbox_mark_done(self, platform: str, event_id: str) -> Awaitable[bool]:
-        raise NotImplementedError  # inbox
+        """Queued at the call, after the earlier marks of the same event."""
+
+        async def write() -> bool:
+            return await self._write(partial(inbox.mark_done, platform=platform, event_id=event_id, now=self._clock()),
+                                     what="inbox mark done")  # fmt: skip
+
+        return self._queued(("inbox", platform, event_id), write)
 
     async def inbox_unfinished(self) -> list[InboxRecord]:
-        raise NotImplementedError  # inbox
+        return await self._read(inbox.unfinished)
 
     async def last_heard(self, platform: str, *, limit: int = 200) -> list[LastHeard]:
-        raise NotImplementedError  # inbox
+        """``storage/postgres/last_heard.py``: two reads in one snapshot."""
+        return await self._read(partial(last_heard.last_heard, platform=platform, limit=limit))
 
     async def inbox_prune(self, older_than: float) -> int:
-        raise NotImplementedError  # inbox
+        return await self._write(partial(inbox.prune, older_than=older_than), what="inbox prune")
 
     # -- outbox ----------------------------------------------------------------------------------
 
     def finish_turn(self, end: TurnEnd) -> Awaitable[list[OutboxRecord]]:
-        raise NotImplementedError  # outbox
+        """One transaction: the final messages appended (``messages.append``: the session's row locked, numbered on,
+        usage added), the answered events marked done, the live row taken over and the chunks queued
+        (``outbox.add``). Queued at the call: with messages after the session's earlier writes (so an append queued
+        after it numbers on from its messages), without them after the turn's earlier writes."""
+        final = end.messages
+        if final is not None and not final.messages:
+            raise ValueError("a turn's final messages, when given, hold at least one message")
+        chunks, answered = tuple(end.chunks), tuple(end.answered)
+        new = () if final is None else tuple(final.messages)
+
+        async def turn_end(conn: Connection) -> list[OutboxRecord]:
+            now = self._clock()
+            if final is not None:
+                await messages.append(conn, final.session_id, new, final.usage, now)
+            return await outbox.add(conn, turn_id=end.turn_id, platform=end.platform, chat_id=end.chat_id,
+                                    thread_id=end.thread_id, chunks=chunks, answered=answered, now=now)  # fmt: skip
+
+        async def write() -> list[OutboxRecord]:
+            return await self._write(turn_end, what="finish turn")
+
+        key = ("turn", end.turn_id) if final is None else ("session", final.session_id)
+        return self._queued(key, write)
 
     def outbox_add(
         self, turn_id: str, platform: str, chat_id: str, thread_id: str | None, chunks: Sequence[str | OutboxChunk]
     ) -> Awaitable[list[OutboxRecord]]:
-        raise NotImplementedError  # outbox
+        """Queued at the call, after the earlier writes of the same ``turn_id``."""
+        queued = tuple(OutboxChunk(text=c) if isinstance(c, str) else c for c in chunks)
+
+        async def write() -> list[OutboxRecord]:
+            return await self._write(partial(outbox.add, turn_id=turn_id, platform=platform, chat_id=chat_id,
+                                             thread_id=thread_id, chunks=queued, answered=(), now=self._clock()),
+                                     what="outbox add")  # fmt: skip
+
+        return self._queued(("turn", turn_id), write)
 
     def outbox_mark_sent(self, outbox_id: int, platform_message_id: str | None) -> Awaitable[bool]:
-        raise NotImplementedError  # outbox
+        """Queued at the call, after the earlier writes of the same row (``_row_write``)."""
+        return self._row_write(outbox_id, partial(outbox.mark_sent, outbox_id=outbox_id,
+                                                  platform_message_id=platform_message_id), "outbox mark sent")  # fmt: skip
 
     async def outbox_edit(
         self, outbox_id: int, text: str, *, plain: str | None = None, markup: str | None = None
     ) -> OutboxRecord | None:
-        raise NotImplementedError  # outbox
+        return await self._row_write(outbox_id, partial(outbox.edit, outbox_id=outbox_id, text=text, plain=plain,
+                                                        markup=markup), "outbox edit")  # fmt: skip
 
     async def outbox_mark_failed(self, outbox_id: int, error: str, *, give_up: bool = False) -> bool:
-        raise NotImplementedError  # outbox
+        return await self._row_write(outbox_id, partial(outbox.mark_failed, outbox_id=outbox_id, error=error,
+                                                        give_up=give_up), "outbox mark failed")  # fmt: skip
 
     async def outbox_get(self, outbox_id: int) -> OutboxRecord | None:
-        raise NotImplementedError  # outbox
+        return await self._read(partial(outbox.get, outbox_id=outbox_id))
 
     async def outbox_pending(self) -> list[OutboxRecord]:
-        raise NotImplementedError  # outbox
+        return await self._read(outbox.pending)
 
     async def outbox_prune(self, older_than: float) -> int:
-        raise NotImplementedError  # outbox
+        return await self._write(partial(outbox.prune, older_than=older_than), what="outbox prune")
+
+    def _row_write(
+        self, outbox_id: int, op: Callable[..., Awaitable[T]], what: str
+    ) -> asyncio.Future[T]:
+        """``op(conn, now=...)`` in a transaction, queued after the earlier writes of outbox row ``outbox_id``: the
+        marks, edits and stream updates of one row land in the order they were asked for."""
+
+        async def write() -> T:
+            return await self._write(lambda conn: op(conn, now=self._clock()), what=what)
+
+        return self._queued(("outbox", outbox_id), write)
 
     # -- streamed replies (live outbox rows) -----------------------------------------------------
 
@@ -444,19 +505,30 @@ class PostgresStore:
         self, turn_id: str, platform: str, chat_id: str, thread_id: str | None, chunk: OutboxChunk, *,
         mode: str = "edit",
     ) -> OutboxRecord:  # fmt: skip
-        raise NotImplementedError  # outbox
+        """Queued after the earlier writes of the turn (``storage/postgres/outbox_live.py``)."""
+
+        async def write() -> OutboxRecord:
+            return await self._write(partial(outbox_live.open_row, turn_id=turn_id, platform=platform, chat_id=chat_id,
+                                             thread_id=thread_id, chunk=chunk, mode=mode, now=self._clock()),
+                                     what="outbox stream open")  # fmt: skip
+
+        return await self._queued(("turn", turn_id), write)
 
     async def outbox_stream_shown(
         self, outbox_id: int, text: str, platform_message_id: str | None, *, plain: str | None = None,
         mode: str | None = None,
     ) -> bool:  # fmt: skip
-        raise NotImplementedError  # outbox
+        return await self._row_write(outbox_id, partial(outbox_live.shown, outbox_id=outbox_id, text=text, plain=plain,
+                                                        platform_message_id=platform_message_id, mode=mode),
+                                     "outbox stream shown")  # fmt: skip
 
     async def outbox_stream_attempted(self, outbox_id: int, error: str) -> bool:
-        raise NotImplementedError  # outbox
+        return await self._row_write(outbox_id, partial(outbox_live.attempted, outbox_id=outbox_id, error=error),
+                                     "outbox stream attempted")  # fmt: skip
 
     async def outbox_stream_close(self, outbox_id: int, text: str, *, plain: str | None = None) -> OutboxRecord | None:
-        raise NotImplementedError  # outbox
+        return await self._row_write(outbox_id, partial(outbox_live.close, outbox_id=outbox_id, text=text, plain=plain),
+                                     "outbox stream close")  # fmt: skip
 
     async def outbox_live(self) -> list[OutboxRecord]:
-        raise NotImplementedError  # outbox
+        return await self._read(outbox_live.live_rows)

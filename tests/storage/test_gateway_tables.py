@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 
 from storage import OutboxChunk, PairingCode, Store
+
+pytestmark = pytest.mark.both_engines
 
 
 async def test_inbox_accepts_each_event_once(store: Store) -> None:
@@ -185,6 +188,7 @@ async def test_failures_are_counted_per_platform_and_window(store: Store) -> Non
     assert await store.pairing.failure_times("discord", 0.0) == []
 
 
+@pytest.mark.sqlite_only  # opens a second store on the file
 async def test_usage_since_sums_model_calls_across_sessions(store: Store) -> None:
     timed = await Store.open(store.path, clock=lambda: 100.0)
     try:

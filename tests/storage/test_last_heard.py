@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from storage import Store
+
+pytestmark = pytest.mark.both_engines
 
 
 def _payload(chat: str, message_id: str, at: float, thread: str | None = None, user: str = "U1") -> dict:

@@ -9,7 +9,9 @@ import pytest
 
 from storage import MessageAppend, NewMessage, OutboxChunk, Store, WriteFailedError
 from storage.migrations import upgrade
-from tests.storage.test_finish_turn import end, refused
+from tests.storage.test_finish_turn import Reopen, database, end, refused, reopen  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.both_engines
 
 CHUNK = OutboxChunk(text="", markup="telegram_html", reply_to="u0-msg")
 
@@ -21,18 +23,15 @@ async def _shown(store: Store, turn_id: str = "turn-u0", text: str = "The answer
     return row
 
 
-async def test_a_live_row_is_never_pending_and_a_crash_leaves_it_to_be_adopted(store: Store, db_path: Path) -> None:
+async def test_a_live_row_is_never_pending_and_a_crash_leaves_it_to_be_adopted(store: Store, reopen: Reopen) -> None:
     row = await _shown(store)
     assert await store.outbox_pending() == []
-    fresh = await Store.open(db_path)  # the next run, past every cache
-    try:
-        (left,) = await fresh.outbox_live()
-        assert (left.id, left.text, left.platform_message_id, left.stream) == (row.id, "The answer so", "m7", "edit")
-        adopted = await fresh.outbox_stream_open("turn-u0", "telegram", "1", None, CHUNK)
-        assert adopted.id == row.id and adopted.live and adopted.platform_message_id == "m7"
-        assert await fresh.outbox_pending() == []
-    finally:
-        await fresh.close()
+    fresh = await reopen()  # the next run, past every cache
+    (left,) = await fresh.outbox_live()
+    assert (left.id, left.text, left.platform_message_id, left.stream) == (row.id, "The answer so", "m7", "edit")
+    adopted = await fresh.outbox_stream_open("turn-u0", "telegram", "1", None, CHUNK)
+    assert adopted.id == row.id and adopted.live and adopted.platform_message_id == "m7"
+    assert await fresh.outbox_pending() == []
 
 
 async def test_the_turns_end_makes_the_live_row_its_first_chunk(store: Store) -> None:
@@ -57,18 +56,19 @@ async def test_outbox_add_takes_over_a_live_row_too(store: Store) -> None:
 
 
 @pytest.mark.parametrize(("table", "event", "when"), [
-    ("inbox", "UPDATE", "1"),
+    ("inbox", "UPDATE", "true"),
     ("outbox", "INSERT", "NEW.chunk_index = 1"),  # after the live row was taken over, in the same transaction
 ])  # fmt: skip
 async def test_a_turn_end_that_fails_half_way_leaves_the_live_row_as_it_was(
-    store: Store, db_path: Path, table: str, event: str, when: str
+    store: Store, database: Path | str, table: str, event: str, when: str
 ) -> None:
     await store.inbox_accept("telegram", "u0", "telegram:1", {})
     row = await _shown(store)
     (before,) = await store.outbox_live()
     turn = end("turn-u0", ["final 1", "final 2"], answered=[("telegram", "u0")])
-    with refused(db_path, table, event, when), pytest.raises(WriteFailedError, match="simulated write failure"):
-        await store.finish_turn(turn)
+    async with refused(database, table, event, when):
+        with pytest.raises(WriteFailedError, match="simulated write failure"):
+            await store.finish_turn(turn)
     assert await store.outbox_live() == [before] and await store.outbox_pending() == []
     assert [r.event_id for r in await store.inbox_unfinished()] == ["u0"]
     first, _ = await store.finish_turn(turn)
@@ -134,6 +134,7 @@ async def test_version_7_outbox_rows_survive_the_rebuild(db_path: Path) -> None:
         assert live.live
 
 
+@pytest.mark.sqlite_only  # SQLite's path for a value JSON cannot carry; PostgreSQL's NUL policy: tests/storage/postgres
 async def test_a_live_row_is_taken_over_on_the_row_at_a_time_path_too(store: Store) -> None:
     row = await _shown(store, "turn\x00nul")  # a NUL cannot go through the JSON path
     first, second = await store.outbox_add("turn\x00nul", "telegram", "1", None, ["final\x00", "more"])
