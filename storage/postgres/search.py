@@ -29,7 +29,7 @@ from storage.search.call_text import readable_calls
 from storage.search.fulltext import MAX_HITS, SearchOwner, snippet
 from storage.search.query import parse_query
 
-__all__ = ["search"]
+__all__ = ["search", "statement"]
 
 _RANKED: Final = """
     WITH hit AS (
@@ -67,7 +67,7 @@ async def search(
     needles = words.needles
     if len(rows) < limit and parsed.substrings:
         inside = _query(query, where, substrings=True) or words  # the same text: never None here
-        patterns = ["%" + term.translate(_LIKE_SPECIAL) + "%" for term in parsed.substrings]
+        patterns = [_pattern(term) for term in parsed.substrings]
         seen = {row[1] for row in rows}
         more = await _ranked(conn, inside, where, limit, density=patterns)
         rows = [*rows, *(row for row in more if row[1] not in seen)][:limit]
@@ -120,6 +120,31 @@ def _query(text: str, where: _Where, *, substrings: bool) -> PgSearchQuery | Non
 async def _ranked(
     conn: Connection, query: PgSearchQuery, where: _Where, limit: int, *, density: list[str] | None = None
 ) -> list[Any]:
+    sql, params = _statement(query, where, limit, density=density)
+    return list(await conn.fetch(sql, *params))
+
+
+def statement(
+    text: str, *, limit: int = 20, platform: str | None = None, owner: SearchOwner | None = None,
+    substrings: bool = False,
+) -> tuple[str, list[Any]] | None:  # fmt: skip
+    """The SQL and parameters of one pass of a search (the first, or with ``substrings`` the second), for
+    looking at its plan; None when the search would not run."""
+    where = _sessions(platform, owner)
+    query = _query(text, where, substrings=substrings) if where is not None else None
+    if where is None or query is None:
+        return None
+    terms = parse_query(text).substrings if substrings else ()
+    return _statement(query, where, limit, density=[_pattern(term) for term in terms] if terms else None)
+
+
+def _pattern(term: str) -> str:
+    return "%" + term.translate(_LIKE_SPECIAL) + "%"
+
+
+def _statement(
+    query: PgSearchQuery, where: _Where, limit: int, *, density: list[str] | None
+) -> tuple[str, list[Any]]:
     params: list[Any] = [limit, *where.params, *query.params]
     rank = query.rank
     if density is not None:
@@ -131,4 +156,4 @@ async def _ranked(
         condition=query.condition,
         where=f" AND {where.sql}" if where.sql else "",
     )
-    return list(await conn.fetch(sql, *params))
+    return sql, params
