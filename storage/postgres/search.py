@@ -24,9 +24,8 @@ from typing import Any, Final
 from storage.postgres.connection import Connection
 from storage.postgres.schema import TEXT_SEARCH_CONFIG
 from storage.postgres.search_query import PgSearchQuery, pg_search_query
-from storage.records import SearchHit, tool_calls_from_json
-from storage.search.call_text import readable_calls
-from storage.search.fulltext import MAX_HITS, SearchOwner, snippet
+from storage.records import SearchHit
+from storage.search.fulltext import MAX_HITS, SearchOwner, search_hit
 from storage.search.query import parse_query
 
 __all__ = ["search", "statement"]
@@ -72,19 +71,7 @@ async def search(
         more = await _ranked(conn, inside, where, limit, density=patterns)
         rows = [*rows, *(row for row in more if row[1] not in seen)][:limit]
         needles = inside.needles
-    return [
-        SearchHit(
-            session_id=session_id,
-            message_id=message_id,
-            seq=seq,
-            role=role,
-            snippet=snippet((content, readable_calls(tool_calls_from_json(tool_calls)), tool_name), needles),
-            platform=hit_platform,
-            created_at=created_at,
-            session_title=title,
-        )
-        for session_id, message_id, seq, role, content, tool_name, tool_calls, hit_platform, created_at, title in rows
-    ]
+    return [search_hit(row, needles) for row in rows]
 
 
 class _Where:
