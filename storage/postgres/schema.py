@@ -12,12 +12,19 @@ Notes on the layout (the SQLite notes in ``storage/schema.py`` hold for the tabl
   identity past them).
 * What SQLite stores as JSON text is ``jsonb`` here: ``messages.tool_calls``, ``messages.media`` and
   ``inbox.payload``.
-* ``messages.words`` is the ``tsvector`` word search reads: a generated column, so every writer keeps
-  it right without a trigger. It holds the words of the text, the tool name and the tool calls as
-  decoded text (the names and the argument values, not the argument JSON escaped a second time; see
-  ``storage/search/call_text.py`` for why), parsed with the ``simple`` configuration: no stemming and
-  no stop words, as SQLite's ``unicode61`` tokenizer.
-* Parts of words and CJK are found through a GIN trigram index (``pg_trgm``) on ``messages.content``.
+* ``messages.words`` is the ``tsvector`` word search reads: a generated column, so every writer (the
+  store, ``storage migrate``, a hand-written INSERT) keeps it right without a trigger. It holds the
+  words of the text, the tool name and the tool calls as decoded text (the names and the argument
+  values, not the argument JSON escaped a second time; see ``storage/search/call_text.py`` for why),
+  parsed with the ``switchboard`` configuration: ``simple`` (no stemming, no stop words) with accents
+  taken off (``unaccent``), as SQLite's ``unicode61 remove_diacritics 2`` tokenizer.
+* CJK: the parser reads a whole CJK run as one word, so ``words`` also holds each run as its
+  overlapping character pairs (``cjk_words``, the same stream as ``storage/search/cjk.py``'s
+  ``cjk_tokens``): a CJK query of any length, one or two characters included, is a lookup in the
+  word index. The pairs are computed in SQL so that the column stays a generated one.
+* Parts of words ("ploy" in "redeployment") are found through a GIN trigram index (``pg_trgm``) on
+  ``word_list(words)``, the message's distinct words as one text: already lower-cased and without
+  accents, like SQLite's vocabulary of words, and far smaller than the text it comes from.
 * ``sessions.last_seq`` is the ``seq`` of the session's last message (its ``message_count``): an append
   moves it and numbers its messages from it in one statement, under the row lock the ``UPDATE`` takes
   (``storage/postgres/messages.py``), and reading a session needs no ``MAX(seq)`` over its messages.
@@ -32,12 +39,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from storage.search.cjk import CJK_CLASS
+
 __all__ = ["EXTENSIONS", "LATEST", "MIGRATIONS", "Migration", "TEXT_SEARCH_CONFIG"]
 
-TEXT_SEARCH_CONFIG: Final = "simple"
+TEXT_SEARCH_CONFIG: Final = "switchboard"
 """The text search configuration of ``messages.words``; a query must parse its words with the same one."""
 
-EXTENSIONS: Final = ("pg_trgm",)
+EXTENSIONS: Final = ("pg_trgm", "unaccent")
 """The extensions the schema needs (``doctor`` checks the server offers them)."""
 
 
@@ -47,6 +56,46 @@ class Migration:
     name: str
     statements: tuple[str, ...]
 
+
+# Accents off before the ``simple`` dictionary, for the token types that can hold non-ASCII letters.
+_CONFIG: Final = (
+    "CREATE EXTENSION IF NOT EXISTS unaccent",
+    f"CREATE TEXT SEARCH CONFIGURATION {TEXT_SEARCH_CONFIG} (COPY = simple)",
+    f"""ALTER TEXT SEARCH CONFIGURATION {TEXT_SEARCH_CONFIG}
+        ALTER MAPPING FOR word, numword, hword, hword_part, numhword WITH unaccent, simple""",
+)
+
+# The CJK pair stream of ``storage.search.cjk.cjk_tokens`` as words: each CJK run as its overlapping
+# pairs and its last character, the text between runs kept in place ("用docker部署" -> 用 docker 部署 署);
+# no words at all for text without CJK (the usual case, decided on the first test).
+_CJK_WORDS: Final = f"""CREATE FUNCTION cjk_words(body text) RETURNS tsvector
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+    piece text[];
+    tokens text[] := '{{}}';
+BEGIN
+    IF octet_length(body) = char_length(body) OR body !~ '[{CJK_CLASS}]' THEN
+        RETURN ''::tsvector;
+    END IF;
+    FOR piece IN SELECT regexp_matches(body, '([{CJK_CLASS}]+)|([^{CJK_CLASS}]+)', 'g') LOOP
+        IF piece[1] IS NULL THEN
+            tokens := tokens || piece[2];
+        ELSE
+            FOR i IN 1 .. char_length(piece[1]) - 1 LOOP
+                tokens := tokens || substr(piece[1], i, 2);
+            END LOOP;
+            tokens := tokens || right(piece[1], 1);
+        END IF;
+    END LOOP;
+    RETURN to_tsvector('{TEXT_SEARCH_CONFIG}', array_to_string(tokens, ' '));
+END
+$$"""
+
+# A message's distinct words as one text, for the trigram index that finds parts of words.
+# (array_to_string is only STABLE in general, for arrays of any type; of text it is immutable.)
+_WORD_LIST: Final = """CREATE FUNCTION word_list(words tsvector) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN array_to_string(tsvector_to_array(words), ' ')"""
 
 # The words of a message's tool calls: each call's name and the values of its arguments, the
 # arguments decoded from the JSON string the model APIs send (taken as they are when they are not
@@ -72,6 +121,10 @@ BEGIN
         IF arguments IS NOT NULL THEN
             words := words || jsonb_to_tsvector('{TEXT_SEARCH_CONFIG}', arguments, '["string", "numeric"]');
         END IF;
+        words := words || cjk_words(coalesce(call->>'name', '') || ' ' || coalesce((
+            SELECT string_agg(value #>> '{{}}', ' ') FROM jsonb_path_query(arguments, 'strict $.**') AS value
+            WHERE jsonb_typeof(value) = 'string' AND arguments::text ~ '[{CJK_CLASS}]'
+        ), ''));
     END LOOP;
     RETURN words;
 END
@@ -79,6 +132,7 @@ $$"""
 
 _V1_CORE: Final = (
     "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+    *_CONFIG,
     """CREATE TABLE schema_version (
         singleton integer PRIMARY KEY CHECK (singleton = 1),
         version integer NOT NULL,
@@ -118,7 +172,9 @@ _V1_CORE: Final = (
     "CREATE INDEX sessions_by_parent ON sessions(parent_session_id) WHERE parent_session_id IS NOT NULL",
     "CREATE INDEX sessions_by_start ON sessions(started_at)",
     "CREATE INDEX sessions_by_platform ON sessions(platform, started_at)",
+    _CJK_WORDS,
     _CALL_WORDS,
+    _WORD_LIST,
     f"""CREATE TABLE messages (
         id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
         session_id text NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -137,13 +193,14 @@ _V1_CORE: Final = (
             to_tsvector('{TEXT_SEARCH_CONFIG}', content)
             || to_tsvector('{TEXT_SEARCH_CONFIG}', coalesce(tool_name, ''))
             || call_words(tool_calls)
+            || cjk_words(content || ' ' || coalesce(tool_name, ''))
         ) STORED,
         UNIQUE (session_id, seq)
     )""",
     """CREATE INDEX messages_by_platform_id ON messages(session_id, platform_message_id)
         WHERE platform_message_id IS NOT NULL""",
     "CREATE INDEX messages_words ON messages USING gin (words)",
-    "CREATE INDEX messages_content_trgm ON messages USING gin (content gin_trgm_ops)",
+    "CREATE INDEX messages_word_list ON messages USING gin (word_list(words) gin_trgm_ops)",
 )
 
 _V1_GATEWAY: Final = (

@@ -41,6 +41,7 @@ from typing import Final
 from storage.search.cjk import has_cjk
 from storage.search.fulltext import HIGHLIGHT, snippet
 from storage.search.query import Needle, parse_query
+from storage.search.words import fold
 
 __all__ = ["HEADLINE_OPTIONS", "PgSearchQuery", "excerpt", "pg_search_query"]
 
@@ -64,8 +65,11 @@ class PgSearchQuery:
 
 
 class _Builder:
-    def __init__(self, *, content: str, vector: str, first: int, cjk_pairs: bool) -> None:
+    def __init__(
+        self, *, content: str, vector: str, first: int, cjk_pairs: bool, config: str, word_list: str | None
+    ) -> None:  # fmt: skip
         self.content, self.vector, self.first, self.cjk_pairs = content, vector, first, cjk_pairs
+        self.config, self.word_list = config, word_list
         self.params: list[str] = []
         self.ranked: list[str] = []  # tsquery operands of the terms not excluded
 
@@ -76,11 +80,12 @@ class _Builder:
     def words(self, operand: str, *, negated: bool) -> str:
         if not negated:
             self.ranked.append(operand)
-        return f"{self.vector} @@ to_tsquery('simple', {self.bind(operand)}::text)"
+        return f"{self.vector} @@ to_tsquery('{self.config}', {self.bind(operand)}::text)"
 
     def inside(self, text: str) -> str:
-        escaped = _LIKE_SPECIAL.sub(r"\\\1", text)  # LIKE's own escape character is the backslash
-        return f"{self.content} ILIKE '%' || {self.bind(escaped)}::text || '%'"
+        if self.word_list is not None:  # the words, folded as the index folded them
+            return f"{self.word_list} LIKE '%' || {self.bind(_like(fold(text)))}::text || '%'"
+        return f"{self.content} ILIKE '%' || {self.bind(_like(text))}::text || '%'"
 
     def expression(self, expression: str, *, negated: bool) -> str:
         """One term of ``parse_query``'s output (a quoted string, or a group of them) as SQL."""
@@ -105,6 +110,10 @@ class _Builder:
         return "(" + " ".join(sql) + ")"
 
 
+def _like(text: str) -> str:
+    return _LIKE_SPECIAL.sub(r"\\\1", text)  # LIKE's own escape character is the backslash
+
+
 def _operand(text: str, *, prefix: bool) -> str:
     """``text`` as one single-quoted tsquery operand, whatever it holds."""
     return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'" + (":*" if prefix else "")
@@ -123,6 +132,9 @@ def pg_search_query(
     vector: str = "search_vector",
     first: int = 1,
     cjk_pairs: bool = False,
+    config: str = "simple",
+    word_list: str | None = None,
+    substrings: bool = True,
 ) -> PgSearchQuery | None:
     """What the person typed as SQL over the columns ``content`` (text) and ``vector``
     (``to_tsvector('simple', content)``); None when nothing searchable was typed.
@@ -130,13 +142,21 @@ def pg_search_query(
     ``cjk_pairs``: ``vector`` also holds the CJK pair stream of ``storage.search.cjk.cjk_tokens``
     (``to_tsvector('simple', content || ' ' || coalesce(pairs, ''))``), so CJK of any length is an
     index lookup of pairs, as in SQLite, instead of an ``ILIKE`` the trigram index cannot serve
-    below three characters."""
+    below three characters.
+
+    ``config``: the text search configuration ``vector`` was parsed with. ``word_list``: an expression
+    of ``vector``'s words as one text (``word_list(words)`` of ``storage/postgres/schema.py``), where
+    parts of words are looked for instead of in ``content``; the query text is folded (lower case, no
+    accents) as the words are. ``substrings=False``: the words as typed only, no part-of-word lookups
+    (the first pass of a search; the second one, with them, runs when the first finds too few)."""
     parsed = parse_query(text)
     if not parsed.parts:
         return None
-    build = _Builder(content=content, vector=vector, first=first, cjk_pairs=cjk_pairs)
+    build = _Builder(
+        content=content, vector=vector, first=first, cjk_pairs=cjk_pairs, config=config, word_list=word_list
+    )  # fmt: skip
     sql: list[str] = []
-    substrings: list[Needle] = []
+    inside: list[Needle] = []
     negated = False
     for part in parsed.parts:
         if isinstance(part, str) and part in ("AND", "OR", "NOT"):
@@ -144,17 +164,19 @@ def pg_search_query(
             sql.append("AND NOT" if negated else part)
         elif isinstance(part, str):
             sql.append(build.expression(part, negated=negated))
+        elif not substrings:
+            sql.append(build.expression(part.expression, negated=negated))
         else:  # a bare word that may also lie inside longer words
             word = build.expression(part.expression, negated=negated)
             sql.append(f"({word} OR {build.inside(part.word)})")
-            substrings.append(Needle(part.word, substring=True))
+            inside.append(Needle(part.word, substring=True))
     if build.ranked:
         ranked = build.bind(" | ".join(build.ranked))
-        rank = f"ts_rank({vector}, to_tsquery('simple', {ranked}::text))"
-        headline = f"ts_headline('simple', {content}, to_tsquery('simple', {ranked}::text), '{HEADLINE_OPTIONS}')"
+        rank = f"ts_rank({vector}, to_tsquery('{config}', {ranked}::text))"
+        headline = f"ts_headline('{config}', {content}, to_tsquery('{config}', {ranked}::text), '{HEADLINE_OPTIONS}')"
     else:
         rank, headline = "0::real", "NULL::text"
-    return PgSearchQuery(" ".join(sql), rank, headline, tuple(build.params), parsed.needles + tuple(substrings))
+    return PgSearchQuery(" ".join(sql), rank, headline, tuple(build.params), parsed.needles + tuple(inside))
 
 
 def excerpt(headline: str | None, content: str, needles: Sequence[Needle]) -> str:

@@ -43,6 +43,7 @@ from storage.ledger import TurnEnd
 from storage.log import log
 from storage.ids import new_session_id
 from storage.postgres import inbox, last_heard, lineage, messages, migrations, outbox, outbox_live, sessions
+from storage.postgres.search import search as search_messages
 from storage.postgres.connection import Connection
 from storage.postgres.retry import run_with_retry
 from storage.postgres.text import clean
@@ -382,7 +383,9 @@ class PostgresStore:
     async def search(
         self, query: str, *, limit: int = 20, platform: str | None = None, owner: SearchOwner | None = None
     ) -> list[SearchHit]:
-        raise NotImplementedError  # search
+        """Two passes at most (``storage/postgres/search.py``): the words as typed, then parts of words."""
+        return await self._read(partial(search_messages, query=query, limit=limit, platform=platform, owner=owner),
+                                what="search")  # fmt: skip
 
     async def index_words(self, *, slices: int | None = None) -> int:
         """Nothing to do: the word and trigram indexes are kept by every insert."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -29,7 +30,7 @@ from storage.search.query import Needle, ParsedQuery, parse_query
 from storage.records import SearchHit, tool_calls_from_json
 from storage.search.words import words_containing
 
-__all__ = ["HIGHLIGHT", "MAX_HITS", "SearchOwner", "search", "snippet"]
+__all__ = ["HIGHLIGHT", "MAX_HITS", "SearchOwner", "search", "search_hit", "snippet"]
 
 HIGHLIGHT: Final = ("«", "»")
 _ELLIPSIS: Final = "…"
@@ -101,19 +102,22 @@ async def search(
             seen = {row[1] for row in rows}
             more = await _ranked(conn, parsed, limit, platform, owner)
             rows = [*rows, *(row for row in more if row[1] not in seen)][:limit]
-    return [
-        SearchHit(
-            session_id=session_id,
-            message_id=message_id,
-            seq=seq,
-            role=role,
-            snippet=snippet((content, _readable_calls(tool_calls), tool_name), parsed.needles),
-            platform=hit_platform,
-            created_at=created_at,
-            session_title=title,
-        )
-        for session_id, message_id, seq, role, content, tool_name, tool_calls, hit_platform, created_at, title in rows
-    ]
+    return [search_hit(row, parsed.needles) for row in rows]
+
+
+def search_hit(row: Sequence[Any], needles: tuple[Needle, ...]) -> SearchHit:
+    """A hit from a row of ``_HIT_COLUMNS`` (``tool_calls`` as JSON text), its excerpt marking ``needles``."""
+    session_id, message_id, seq, role, content, tool_name, tool_calls, platform, created_at, title = row
+    return SearchHit(
+        session_id=session_id,
+        message_id=message_id,
+        seq=seq,
+        role=role,
+        snippet=snippet((content, _readable_calls(tool_calls), tool_name), needles),
+        platform=platform,
+        created_at=created_at,
+        session_title=title,
+    )
 
 
 async def _ranked(

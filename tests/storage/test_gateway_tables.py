@@ -1,4 +1,4 @@
-"""The gateway's durable inbox, outbox and DM pairing state."""
+"""The gateway's durable inbox, outbox and DM pairing state (the pairing tests run on both engines)."""
 
 from __future__ import annotations
 
@@ -127,6 +127,7 @@ def code(value: str, user: str = "u1", *, at: float = 1000.0, ttl: float = 3600.
                        created_at=at, expires_at=at + ttl)  # fmt: skip
 
 
+@pytest.mark.both_engines
 async def test_pairing_codes_are_taken_once_and_only_while_valid(store: Store) -> None:
     await store.pairing.add_code(code("ABCD2345"))
     await store.pairing.add_code(code("EXPIRED9", at=0.0, ttl=10.0))
@@ -138,12 +139,14 @@ async def test_pairing_codes_are_taken_once_and_only_while_valid(store: Store) -
     assert await store.pairing.take_code("telegram", "ABCD2345", now=1002.0) is None
 
 
+@pytest.mark.both_engines
 async def test_concurrent_takes_of_one_code_succeed_once(store: Store) -> None:
     await store.pairing.add_code(code("RACE2345"))
     results = await asyncio.gather(*(store.pairing.take_code("telegram", "RACE2345", now=1001.0) for _ in range(10)))
     assert sum(result is not None for result in results) == 1
 
 
+@pytest.mark.both_engines
 async def test_a_code_is_added_only_if_none_was_offered_since_the_given_time(store: Store) -> None:
     assert await store.pairing.add_code(code("FIRST234", at=1000.0), unless_offered_since=400.0)
     assert not await store.pairing.add_code(code("SECOND23", at=1500.0), unless_offered_since=900.0)
@@ -157,6 +160,7 @@ async def test_a_code_is_added_only_if_none_was_offered_since_the_given_time(sto
     assert stored[:3] == ["FIRST234", "OTHER234", "THIRD234"] and len(stored) == 4 and stored[3].startswith("BURST")
 
 
+@pytest.mark.both_engines
 async def test_approving_a_user_uses_up_their_other_open_codes(store: Store) -> None:
     await store.pairing.add_code(code("OLDER234", at=1000.0))
     await store.pairing.add_code(code("NEWER234", at=1700.0))
@@ -168,6 +172,7 @@ async def test_approving_a_user_uses_up_their_other_open_codes(store: Store) -> 
     assert [c.code for c in await store.pairing.pending(now=1801.0)] == ["NOTME234"]
 
 
+@pytest.mark.both_engines
 async def test_approvals_and_revocation(store: Store) -> None:
     assert await store.pairing.is_approved("telegram", "u1") is False
     await store.pairing.approve("telegram", "u1", "Ann", now=1.0)
@@ -179,6 +184,7 @@ async def test_approvals_and_revocation(store: Store) -> None:
     assert await store.pairing.is_approved("telegram", "u1") is False
 
 
+@pytest.mark.both_engines
 async def test_failures_are_counted_per_platform_and_window(store: Store) -> None:
     for at in (10.0, 20.0, 30.0):
         await store.pairing.record_failure("telegram", now=at)
@@ -186,6 +192,9 @@ async def test_failures_are_counted_per_platform_and_window(store: Store) -> Non
     assert await store.pairing.failure_times("telegram", 15.0) == [20.0, 30.0]
     assert await store.pairing.failure_times("telegram", 0.0) == [10.0, 20.0, 30.0]
     assert await store.pairing.failure_times("discord", 0.0) == []
+    assert await store.pairing.clear_failures("telegram") == 3
+    assert await store.pairing.failure_times("telegram", 0.0) == []
+    assert await store.pairing.failure_times("slack", 0.0) == [25.0]
 
 
 @pytest.mark.sqlite_only  # opens a second store on the file
@@ -208,6 +217,7 @@ async def test_usage_since_sums_model_calls_across_sessions(store: Store) -> Non
     assert (await store.usage_since(10**12)).calls == 0
 
 
+@pytest.mark.both_engines
 async def test_pending_codes_and_approvals_for_the_operator(store: Store) -> None:
     await store.pairing.add_code(code("OLDER234", user="u1", at=1000.0))
     await store.pairing.add_code(code("NEWER234", user="u2", at=2000.0))

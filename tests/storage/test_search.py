@@ -13,6 +13,8 @@ from storage import NewMessage, SearchHit, SearchOwner, Store
 from storage.search.fulltext import HIGHLIGHT
 from tests.storage.conftest import new_session
 
+pytestmark = pytest.mark.both_engines
+
 OPEN, CLOSE = HIGHLIGHT
 
 

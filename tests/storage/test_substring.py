@@ -1,4 +1,6 @@
-"""Substring search inside words: the vocabulary, its background indexer, and the unindexed tail."""
+"""Substring search inside words: the vocabulary, its background indexer, and the unindexed tail.
+
+The behaviour runs on both engines; the vocabulary, the watermark and the indexer are SQLite's (``sqlite_only``)."""
 
 from __future__ import annotations
 
@@ -6,28 +8,41 @@ import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
 
-from storage import NewMessage, SearchHit, Store
+from storage import NewMessage, PostgresStore, SearchHit, Store
 from storage.search.indexer import WordIndexer
 from storage.search.fulltext import HIGHLIGHT
 from storage.search.words import MAX_WORD, message_words
 from tests.storage.conftest import Watched, new_session, user
 from tests.waiting import eventually
 
+pytestmark = pytest.mark.both_engines
+
 OPEN, CLOSE = HIGHLIGHT
 
 
 @pytest_asyncio.fixture
-async def manual(db_path: Path, faults: Watched) -> AsyncIterator[Store]:
-    """A store whose word indexer runs only when the test calls ``index_words()``."""
-    opened = await Store.open(db_path, word_index_interval=None, faults=faults)
+async def store(engine_name: str, db_path: Path, faults: Watched, request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+    """The storage tests' store, except that SQLite's word indexer runs only when the test calls ``index_words()``."""
+    opened: Any
+    if engine_name == "postgresql":
+        opened = await PostgresStore.open(request.getfixturevalue("postgres_dsn"))
+    else:
+        opened = await Store.open(db_path, word_index_interval=None, faults=faults)
     try:
         yield opened
     finally:
         await opened.close()
+
+
+@pytest.fixture
+def manual(store: Store) -> Store:
+    """The store, its search index kept up to date only by ``index_words()`` on SQLite."""
+    return store
 
 
 def progress(path: Path) -> tuple[int, int]:
@@ -47,6 +62,7 @@ def seqs(hits: list[SearchHit]) -> list[int]:
     return [hit.seq for hit in hits]
 
 
+@pytest.mark.sqlite_only
 async def test_mid_word_substrings_are_found_through_the_vocabulary(manual: Store, db_path: Path) -> None:
     session = await new_session(manual, title="ops")
     await manual.append_messages(session.id, [
@@ -65,6 +81,7 @@ async def test_mid_word_substrings_are_found_through_the_vocabulary(manual: Stor
     assert await manual.search("zzz") == []
 
 
+@pytest.mark.sqlite_only
 async def test_substrings_are_found_before_the_indexer_ran(manual: Store, db_path: Path) -> None:
     first = await new_session(manual, "telegram:1")
     await manual.append_messages(first.id, [user("an old redeployment")])
@@ -89,6 +106,7 @@ async def test_substrings_are_found_before_the_indexer_ran(manual: Store, db_pat
     assert {hit.message_id for hit in await manual.search("ploy", limit=50)} == {hit.message_id for hit in hits}
 
 
+@pytest.mark.sqlite_only
 async def test_catch_up_in_slices_moves_the_watermark_monotonically(manual: Store, db_path: Path) -> None:
     session = await new_session(manual)
     await manual.append_messages(session.id, [user(f"entry{n:04d}word") for n in range(2500)])
@@ -113,6 +131,7 @@ async def test_background_indexer_catches_up(db_path: Path) -> None:
         assert "backgrounded" in vocabulary(db_path)
 
 
+@pytest.mark.sqlite_only
 async def test_busy_writer_defers_indexing_until_the_backlog_grows(
     manual: Store, faults: Watched, db_path: Path
 ) -> None:
@@ -135,6 +154,7 @@ async def test_busy_writer_defers_indexing_until_the_backlog_grows(
         await indexer.close()
 
 
+@pytest.mark.sqlite_only
 async def test_a_writer_busy_a_small_share_of_the_time_does_not_hold_the_indexer_back(
     manual: Store, faults: Watched, db_path: Path
 ) -> None:
