@@ -236,7 +236,7 @@ def test_a_database_from_a_newer_build_keeps_its_message(home: Path, capsys: pyt
 def test_a_missing_database_is_noted_on_stderr(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     note = (
         f"switchboard sessions: no database at {home / 'state.db'} yet (nothing has been stored); "
-        "check storage.path in the config if you expected one.\n"
+        "check storage.url (or storage.path) in the config if you expected one.\n"
     )
     assert run_cli("sessions", "list", "--json") == 0
     captured = capsys.readouterr()

@@ -44,7 +44,7 @@ async def test_every_table_round_trips_with_its_ids_and_new_rows_never_collide(t
     try:
         assert await conn.fetchval("SELECT content FROM messages WHERE tool_name = 'run'") == f"the tool printed a{NUL_STANDS_IN}b and stopped"
         assert await conn.fetchval("SELECT parent_session_id FROM sessions WHERE id = $1", ids["child"]) == ids["root"]
-        assert await conn.fetchval("SELECT count(*) FROM messages WHERE words @@ to_tsquery('simple', 'zürich')") >= 2, \
+        assert await conn.fetchval("SELECT count(*) FROM messages WHERE words @@ to_tsquery('switchboard', 'zürich')") >= 2, \
             "the generated search column is made for the copied rows"  # fmt: skip
         for table in IDENTITIES:  # the next id of every table is the one after the largest copied
             last = await conn.fetchval(f"SELECT max(id) FROM {table}")  # noqa: S608
