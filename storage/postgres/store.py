@@ -81,6 +81,12 @@ async def _no_reset(connection: object) -> None:
     and nothing else (LISTEN, session settings) is left behind, so the default reset query would be pure cost."""
 
 
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Mark a future's exception as seen: a write queued and never awaited is not an error to report twice."""
+    if not future.cancelled():
+        future.exception()
+
+
 class PostgresStore:
     """Sessions, messages, lineage, search and the gateway's inbox, outbox and pairing on PostgreSQL.
     Use ``PostgresStore.open``."""
@@ -234,14 +240,15 @@ class PostgresStore:
         self._tails[key] = task
         self._running.add(task)
         task.add_done_callback(lambda done: self._settled(key, done))
-        return task
+        handed = asyncio.shield(task)  # a caller cancelled while it waits does not cancel the write
+        handed.add_done_callback(_retrieved)
+        return handed
 
     def _settled(self, key: Hashable, done: asyncio.Future[Any]) -> None:
         self._running.discard(done)
         if self._tails.get(key) is done:
             del self._tails[key]
-        if not done.cancelled():
-            done.exception()  # retrieved: the caller may never await a write it only queued
+        _retrieved(done)  # the caller may never await a write it only queued
 
     # -- sessions --------------------------------------------------------------------------------
 
