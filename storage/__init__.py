@@ -1,5 +1,5 @@
-"""Durable sessions, messages, lineage, search and the gateway's inbox, outbox and pairing: one SQLite file
-(and the media users send: files in a folder, ``MediaFolder``).
+"""Durable sessions, messages, lineage, search and the gateway's inbox, outbox and pairing: one SQLite file by
+default, or a PostgreSQL database (and the media users send: files in a folder, ``MediaFolder``).
 
 ``await open_store(url_or_path)`` opens the SQLite ``Store`` (``storage/store.py``) or, for a ``postgresql://`` URL,
 the ``PostgresStore`` (``storage/postgres/``). What any engine must
@@ -10,8 +10,8 @@ module is its only door: other packages import the names below, never a module i
 Inside, the data model and its operations sit at the top (records, sessions, messages,
 lineage, titles, inbox, outbox, pairing, usage, backup, the media folder, the schema and its migrations),
 ``storage/engine/`` is the write engine (the group-commit writer, its thread, batching, bulk
-writes, retries, readers, WAL maintenance) and ``storage/search/`` is search (the query,
-CJK pairs, the substring vocabulary and its indexer).
+writes, retries, readers, WAL maintenance), ``storage/search/`` is search (the query,
+CJK pairs, the substring vocabulary and its indexer) and ``storage/postgres/`` is the PostgreSQL engine.
 """
 
 from storage.backup import DatabaseCheck, backup_database, check_database, database_in_use, restore_database

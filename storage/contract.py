@@ -1,9 +1,9 @@
 """The storage surface: what the gateway, the CLI and the benchmarks may ask of a store, and what every engine keeps.
 
-``StorageEngine`` is the contract. The SQLite ``Store`` (``storage/store.py``) implements it today;
-the PostgreSQL engine (issue 30) is to implement the same members with the same behaviour, and the
-conformance tests (``tests/storage/conformance/``) run the same checks against every engine that
-is available. Code outside ``storage`` reaches a store only through these members (an architecture
+``StorageEngine`` is the contract. Two engines implement it: the SQLite ``Store`` (``storage/store.py``)
+and ``PostgresStore`` (``storage/postgres/store.py``), and the conformance tests
+(``tests/storage/conformance/``, and the storage modules marked ``both_engines``) run the same
+checks against both. Code outside ``storage`` reaches a store only through these members (an architecture
 test, ``tests/architecture/test_storage_surface.py``, fails on a call to anything else), so a member
 added to an engine and used by the gateway must be added here first, with the guarantee it keeps.
 
@@ -13,10 +13,11 @@ What travels across the surface is shared by every engine: the records of ``stor
 never its driver's own exceptions).
 
 Two things are not members on purpose. Opening a store takes engine-specific arguments (a file and
-its ``synchronous`` mode, a server URL and its pool), so each engine has its own ``open``; the
-gateway calls ``Store.open`` until the ``storage.url`` setting chooses the engine. Backup, restore and
+its ``synchronous`` mode, a server URL and its pool), so each engine has its own ``open``, and
+``storage.open_store(url)`` calls the one the ``storage.url`` setting names. Backup, restore and
 the offline check work on a database as a whole, not through an open store: ``BackupHooks`` names the
-functions the CLI and ``doctor`` call, which the ``storage.backup`` module provides for SQLite.
+functions the CLI and ``doctor`` call, which the ``storage.backup`` module provides for SQLite (a
+PostgreSQL database is backed up with ``pg_dump``; the CLI says so).
 
 Shared rules for every member: each returns an awaitable; nothing is written or read once
 ``close()`` has begun (``StoreClosedError``); a write the engine could not make durable raises

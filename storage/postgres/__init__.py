@@ -1,8 +1,12 @@
-"""The PostgreSQL storage engine, being built for issue 30: the same storage surface as the SQLite
-``Store`` (``storage/contract.py``), on a PostgreSQL 15 server through asyncpg.
+"""The PostgreSQL storage engine: the storage surface of ``storage/contract.py`` on a PostgreSQL server
+(13 or newer; 15 is what the tests run) through asyncpg, chosen by a ``postgresql://`` ``storage.url``.
 
-Not wired into config yet: nothing opens it until ``storage.url`` can name a PostgreSQL server.
-So far it holds its schema (``schema.py``), the migrations that bring a database to it
-(``migrations.py``), the search query language turned into PostgreSQL's (``search_query.py``), and
-running a transaction until it lands (``retry.py``, on the errors ``faults.py`` sorts).
+``store.py`` is ``PostgresStore``: the pool, transactions retried until they land (``retry.py``, on
+the errors ``faults.py`` sorts), writes queued per key at the call. The SQL is beside it, one concept
+per module, as functions of a connection (``connection.py``): ``sessions.py``, ``messages.py``,
+``lineage.py``, ``inbox.py``, ``last_heard.py``, ``outbox.py``, ``outbox_live.py``, ``pairing.py``,
+``search.py`` (with ``search_query.py``, the query language as SQL). ``schema.py`` and
+``migrations.py`` make the database; ``text.py`` is the rule for what PostgreSQL cannot store (NUL);
+``inspection.py`` reads what ``check`` and ``doctor`` report about a server; ``copy_from_sqlite.py``
+is ``switchboard storage migrate``.
 """
