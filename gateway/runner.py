@@ -95,7 +95,7 @@ async def _serve(
             report_blockers([problem])
             return EXIT_CONFIG
     try:
-        store = await open_configured_store(loaded)
+        store = await open_configured_store(loaded, wait_for_server=True)
     except (StorageError, sqlite3.Error) as error:
         report_blockers([cannot_open(database_name(loaded), error)])
         return EXIT_CONFIG

@@ -116,18 +116,34 @@ class PostgresStore:
         retry: RetryPolicy = DEFAULT_RETRY,
         clock: Callable[[], float] = time.time,
         connect_timeout: float = 10.0,
+        wait_for_server: bool = False,
         **connect: Any,
     ) -> Self:
         """Connect to ``url`` (a libpq URL: ``postgresql://user:password@host:port/db?sslmode=...``; asyncpg reads the
         password and ``sslmode`` from it, or ``PGPASSWORD`` and the other libpq variables), migrate the database to
         this build's schema and return the store; ``close()`` it after. ``SchemaTooNewError`` when a newer build
         migrated it; ``ReadFailedError`` when the server cannot be reached (the error names it, never the password).
-        ``connect`` goes to ``asyncpg.create_pool`` as it is (``ssl=...``, ``server_settings=...``)."""
-        try:
-            pool = await asyncpg.create_pool(
+        ``connect`` goes to ``asyncpg.create_pool`` as it is (``ssl=...``, ``server_settings=...``).
+
+        ``wait_for_server``: a server that does not answer yet (refused, starting up, shutting down) is waited for as
+        a running store waits for one that went away: ``storage.retrying`` lines for up to ``retry.outage`` seconds,
+        then ``ReadFailedError``. The gateway starts this way, so a gateway that comes up before its database (a
+        reboot, a container started first) waits instead of exiting; the CLI does not, so a command fails at once.
+        A refused password or an unknown database is never waited for."""
+
+        async def connect_pool() -> asyncpg.Pool:
+            return await asyncpg.create_pool(
                 url, min_size=min(2, pool_size), max_size=pool_size, reset=_no_reset, timeout=connect_timeout,
                 **connect,
             )  # fmt: skip
+
+        try:
+            if wait_for_server:
+                pool = await run_with_retry(connect_pool, policy=retry, log=log, what="connect", read=True)
+            else:
+                pool = await connect_pool()
+        except StorageError:
+            raise
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncio.TimeoutError) as error:
             raise ReadFailedError(error) from error  # type: ignore[arg-type]
         try:
