@@ -12,7 +12,7 @@ numbered from the value the ``UPDATE`` started from; the usage log row with them
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from storage.errors import SessionNotFoundError
@@ -29,7 +29,7 @@ from storage.records import (
 )
 from storage.sessions import Usage
 
-__all__ = ["MESSAGE_COLUMNS", "append", "load", "record_from_row"]
+__all__ = ["MESSAGE_COLUMNS", "Append", "append", "append_many", "load", "record_from_row"]
 
 MESSAGE_COLUMNS: Final = (
     "id, session_id, seq, role, content, tool_calls::text, tool_call_id, tool_name, reasoning, token_estimate, "
@@ -37,30 +37,88 @@ MESSAGE_COLUMNS: Final = (
 )
 
 _APPEND: Final = """
-    WITH session AS (
-        UPDATE sessions SET last_seq = last_seq + $2,
-               input_tokens = input_tokens + $13, output_tokens = output_tokens + $14,
-               cache_read_tokens = cache_read_tokens + $15, cache_write_tokens = cache_write_tokens + $16,
-               last_prompt_tokens = CASE WHEN $18 THEN $17 ELSE last_prompt_tokens END,
-               cost_usd = cost_usd + $19
-        WHERE id = $1
-        RETURNING last_seq - $2 AS base
+    WITH asked AS (
+        SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[],
+                             $7::bigint[], $8::bool[], $9::float8[])
+            AS r(session_id, n, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                 last_prompt_tokens, has_usage, cost_usd)
+    ), session AS (
+        UPDATE sessions AS s SET last_seq = s.last_seq + r.n,
+               input_tokens = s.input_tokens + r.input_tokens, output_tokens = s.output_tokens + r.output_tokens,
+               cache_read_tokens = s.cache_read_tokens + r.cache_read_tokens,
+               cache_write_tokens = s.cache_write_tokens + r.cache_write_tokens,
+               last_prompt_tokens = CASE WHEN r.has_usage THEN r.last_prompt_tokens ELSE s.last_prompt_tokens END,
+               cost_usd = s.cost_usd + r.cost_usd
+        FROM asked AS r WHERE s.id = r.session_id
+        RETURNING s.id, s.last_seq - r.n AS base
     ), added AS (
         INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, tool_name, reasoning,
                               token_estimate, created_at, platform_message_id, media)
-        SELECT $1, session.base + m.n, m.role, m.content, m.tool_calls::jsonb, m.tool_call_id, m.tool_name,
-               m.reasoning, m.token_estimate, $3, m.platform_message_id, m.media::jsonb
-        FROM session, unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::int[],
-                             $11::text[], $12::text[]) WITH ORDINALITY
-             AS m(role, content, tool_calls, tool_call_id, tool_name, reasoning, token_estimate, platform_message_id,
-                  media, n)
-        RETURNING id, seq
+        SELECT m.session_id, session.base + m.k, m.role, m.content, m.tool_calls::jsonb, m.tool_call_id, m.tool_name,
+               m.reasoning, m.token_estimate, $10, m.platform_message_id, m.media::jsonb
+        FROM unnest($11::text[], $12::int[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
+                    $18::text[], $19::int[], $20::text[], $21::text[]) WITH ORDINALITY
+             AS m(session_id, k, role, content, tool_calls, tool_call_id, tool_name, reasoning, token_estimate,
+                  platform_message_id, media, position)
+        JOIN session ON session.id = m.session_id
+        ORDER BY m.position
+        RETURNING id, session_id, seq
     ), logged AS (
         INSERT INTO usage (session_id, at, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd)
-        SELECT $1, $3, $13, $14, $15, $16, $19 FROM session WHERE $18
+        SELECT r.session_id, $10, r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens, r.cost_usd
+        FROM asked AS r JOIN session ON session.id = r.session_id WHERE r.has_usage
     )
-    SELECT (SELECT base FROM session) AS base, (SELECT array_agg(id ORDER BY seq) FROM added) AS ids
+    SELECT (SELECT array_agg(id ORDER BY id) FROM session) AS sessions,
+           (SELECT array_agg(base ORDER BY id) FROM session) AS bases,
+           (SELECT array_agg(id ORDER BY session_id, seq) FROM added) AS ids,
+           (SELECT array_agg(session_id ORDER BY session_id, seq) FROM added) AS owners,
+           (SELECT array_agg(seq ORDER BY session_id, seq) FROM added) AS seqs
 """
+"""Any number of appends, each to a different session, in one statement: the appends of many conversations at
+once go to the server together (``storage/postgres/append_batch.py``), as SQLite's writer commits them in one
+transaction. A session that does not exist has no ``session`` row, so nothing of its append is written."""
+
+
+@dataclass(frozen=True, slots=True)
+class Append:
+    """One append: messages for a session (cleaned for PostgreSQL), and the model call's usage if any."""
+
+    session_id: str
+    messages: tuple[NewMessage, ...]
+    usage: Usage | None
+
+    @classmethod
+    def of(cls, session_id: str, new: Sequence[NewMessage], usage: Usage | None) -> Append:
+        return cls(clean(session_id), tuple(_stored(m) for m in new), usage)
+
+
+async def append_many(
+    conn: Connection, appends: Sequence[Append], now: float
+) -> list[list[MessageRecord] | SessionNotFoundError]:
+    """Store every append in one statement (their sessions all different): for each, in order, its records, or
+    ``SessionNotFoundError`` when its session does not exist (nothing of it written; the others are)."""
+    usages = [a.usage or Usage() for a in appends]
+    asked = (
+        [a.session_id for a in appends], [len(a.messages) for a in appends],
+        [u.input_tokens for u in usages], [u.output_tokens for u in usages], [u.cache_read_tokens for u in usages],
+        [u.cache_write_tokens for u in usages], [u.last_prompt_tokens for u in usages],
+        [a.usage is not None for a in appends], [u.cost_usd for u in usages],
+    )  # fmt: skip
+    rows = [(a.session_id, k, *_values(m)) for a in appends for k, m in enumerate(a.messages, 1)]
+    columns: list[list[Any]] = [list(col) for col in zip(*rows)] or [[] for _ in range(11)]
+    found = await conn.fetchrow(_APPEND, *asked, now, *columns)
+    bases = dict(zip(found["sessions"] or (), found["bases"] or ()))
+    ids = {(owner, seq): i for owner, seq, i in zip(found["owners"] or (), found["seqs"] or (), found["ids"] or ())}
+    results: list[list[MessageRecord] | SessionNotFoundError] = []
+    for a in appends:
+        base = bases.get(a.session_id)
+        if base is None:
+            results.append(SessionNotFoundError(a.session_id))
+            continue
+        results.append([
+            _record(ids[(a.session_id, base + k)], a.session_id, base + k, now, m) for k, m in enumerate(a.messages, 1)
+        ])  # fmt: skip
+    return results
 
 
 async def append(
@@ -68,17 +126,10 @@ async def append(
 ) -> list[MessageRecord]:
     """Store ``new`` after the session's last message (and ``usage`` on its counters, with its usage log row), in one
     statement; the records, in order. ``SessionNotFoundError`` for an unknown session, with nothing written."""
-    stored = [_stored(m) for m in new]
-    columns: list[list[Any]] = [list(col) for col in zip(*(_values(m) for m in stored))] or [[] for _ in range(9)]
-    u = usage or Usage()
-    row = await conn.fetchrow(
-        _APPEND, session_id, len(stored), now, *columns, u.input_tokens, u.output_tokens, u.cache_read_tokens,
-        u.cache_write_tokens, u.last_prompt_tokens, usage is not None, u.cost_usd,
-    )  # fmt: skip
-    if row is None or row["base"] is None:
-        raise SessionNotFoundError(session_id)
-    base, ids = row["base"], row["ids"] or []
-    return [_record(message_id, session_id, base + n, now, m) for n, (message_id, m) in enumerate(zip(ids, stored), 1)]
+    (result,) = await append_many(conn, [Append.of(session_id, new, usage)], now)
+    if isinstance(result, SessionNotFoundError):
+        raise result
+    return result
 
 
 async def load(conn: Connection, session_id: str, *, after_seq: int = 0) -> list[MessageRecord]:

@@ -44,6 +44,7 @@ from storage.log import log
 from storage.ids import new_session_id
 from storage.postgres import inbox, last_heard, lineage, messages, migrations, outbox, outbox_live, sessions
 from storage.postgres.search import search as search_messages
+from storage.postgres.append_batch import AppendBatcher
 from storage.postgres.connection import Connection
 from storage.postgres.retry import run_with_retry
 from storage.postgres.text import clean
@@ -102,6 +103,7 @@ class PostgresStore:
         self._state = _State.OPEN
         self._tails: dict[Hashable, asyncio.Future[Any]] = {}
         self._running: set[asyncio.Future[Any]] = set()
+        self._appends = AppendBatcher(partial(self._write, what="append", one_statement=True), clock)
         from storage.postgres.pairing import PostgresPairing  # noqa: PLC0415  (beside this module, uses _write/_read)
 
         self.pairing = PostgresPairing(self._write, self._read)
@@ -359,12 +361,12 @@ class PostgresStore:
     def append_messages(
         self, session_id: str, new: Sequence[NewMessage], *, usage: Usage | None = None
     ) -> Awaitable[list[MessageRecord]]:
-        """Queued at the call, after the session's writes queued before it (``_queued``)."""
-        new = tuple(new)
+        """Queued at the call, after the session's writes queued before it (``_queued``), and written together with
+        the other sessions' appends waiting at that moment (``storage/postgres/append_batch.py``)."""
+        append = messages.Append.of(session_id, new, usage)
 
         async def write() -> list[MessageRecord]:
-            return await self._write(partial(messages.append, session_id=session_id, new=new, usage=usage,
-                                             now=self._clock()), what="append", one_statement=True)  # fmt: skip
+            return await self._appends.add(append)
 
         return self._queued(("session", session_id), write)
 

@@ -1,0 +1,48 @@
+"""Appends of many conversations at once go to PostgreSQL together, and one bad append fails alone."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from storage import NewMessage, PostgresStore, SessionNotFoundError, Usage, WriteFailedError
+
+
+@pytest_asyncio.fixture
+async def store(postgres_dsn: str) -> AsyncIterator[PostgresStore]:
+    opened = await PostgresStore.open(postgres_dsn)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+async def test_a_burst_over_many_chats_is_stored_whole_and_in_order(store: PostgresStore) -> None:
+    sessions = [await store.create_session(session_key=f"telegram:{i}", platform="telegram", chat_id=str(i))
+                for i in range(40)]  # fmt: skip
+    queued = [store.append_messages(s.id, [NewMessage("user", f"{s.chat_id}-{n}")], usage=Usage(input_tokens=1))
+              for n in range(5) for s in sessions]  # fmt: skip
+    await asyncio.gather(*queued)
+    for s in sessions:
+        history = await store.load_messages(s.id)
+        assert [(m.seq, m.content) for m in history] == [(n + 1, f"{s.chat_id}-{n}") for n in range(5)]
+        stored = await store.get_session(s.id)
+        assert stored is not None and (stored.message_count, stored.input_tokens) == (5, 5)
+
+
+async def test_one_append_the_server_refuses_fails_alone(store: PostgresStore) -> None:
+    sessions = [await store.create_session(session_key=f"telegram:{i}", platform="telegram", chat_id=str(i))
+                for i in range(10)]  # fmt: skip
+    too_big = NewMessage("user", "estimate past the column", token_estimate=2**40)  # integer column: out of range
+    queued = [store.append_messages(s.id, [too_big if i == 3 else NewMessage("user", f"fine {i}")])
+              for i, s in enumerate(sessions)]  # fmt: skip
+    queued.append(store.append_messages("no-such-session", [NewMessage("user", "lost")]))
+    results = await asyncio.gather(*queued, return_exceptions=True)
+    assert isinstance(results[3], WriteFailedError)
+    assert isinstance(results[-1], SessionNotFoundError)
+    for i, s in enumerate(sessions):
+        contents = [m.content for m in await store.load_messages(s.id)]
+        assert contents == ([] if i == 3 else [f"fine {i}"])
