@@ -21,7 +21,7 @@ from gateway.store_setup import open_configured_store
 from storage import RetryPolicy, StorageEngine
 from tests.fakes.adapter import LoopbackAdapter
 from tests.fakes.model_server import ModelServer
-from tests.gateway.engines import parametrize_engines, storage_config
+from tests.gateway.engines import database_of, parametrize_engines, storage_config
 from tests.waiting import eventually
 
 
@@ -31,6 +31,8 @@ class Running:
     adapter: LoopbackAdapter
     store: StorageEngine
     home: Path
+    database: str
+    """The store's database: the PostgreSQL URL, or the SQLite file's path."""
 
 
 GatewayFactory = Callable[..., Awaitable[Running]]
@@ -74,10 +76,21 @@ def storage_url(engine_name: str, request: pytest.FixtureRequest) -> str | None:
 
 @pytest_asyncio.fixture
 async def start_gateway(
-    model_server: ModelServer, tmp_path: Path, storage_url: str | None
+    model_server: ModelServer, tmp_path: Path, storage_url: str | None, request: pytest.FixtureRequest
 ) -> AsyncIterator[GatewayFactory]:
-    """Start gateways on demand, on the engine of ``storage_url``; every one started is shut down at the end."""
+    """Start gateways on demand, on the engine of ``storage_url``; every one started is shut down at the end.
+    On PostgreSQL each home has a database of its own, as each has its own ``state.db`` on SQLite: the default
+    home (``tmp_path / "home"``) the one of ``storage_url``, any other a new one, dropped after the test."""
     started: list[Running] = []
+    urls: dict[Path, str | None] = {tmp_path / "home": storage_url}
+    created: list[str] = []
+
+    def url_for(home: Path) -> str | None:
+        if storage_url is None or home in urls:
+            return urls.get(home)
+        created.append(f"{storage_url.rsplit('/', 1)[-1]}_{len(created) + 1}")
+        urls[home] = request.getfixturevalue("postgres").create_database(created[-1])
+        return urls[home]
 
     async def start(
         overrides: dict | None = None,
@@ -93,7 +106,8 @@ async def start_gateway(
         ``clock``: one clock for the store and the gateway's session policies both. ``store_retry``: how long
         the store's writer waits out a lock held by another process (its default is about 9 s)."""
         home = home or tmp_path / "home"
-        settings = storage_config(storage_url)
+        url = url_for(home)
+        settings = storage_config(url)
         for section, values in (overrides or {}).items():
             settings.setdefault(section, {}).update(values)
         path = write_config(home, model_server, settings)
@@ -107,13 +121,15 @@ async def start_gateway(
             loaded, store, [adapter], agent, extra_access={"loopback": policy}, **({"clock": clock} if clock else {})
         )
         await gateway.start()
-        running = Running(gateway, adapter, store, home)
+        running = Running(gateway, adapter, store, home, database_of(home, url))
         started.append(running)
         return running
 
     yield start
     for running in started:
         await running.gateway.shutdown()
+    for name in created:
+        request.getfixturevalue("postgres").drop_database(name)
 
 
 GATEWAY_NOTE = re.compile(r"\[(?:This message comes from|Several people talk)[^\]]*\]")

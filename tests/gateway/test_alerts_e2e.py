@@ -33,6 +33,8 @@ from tests.gateway.test_compaction_e2e import SMALL_WINDOW, is_summary, oversize
 from tests.gateway.test_database_faults import FAST_WRITER, QUICK_RETRIES, lock_held
 from tests.waiting import eventually
 
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
+
 OPS_CHAT = 4242
 HOOK_TOKEN = "Bearer hook-secret-9f8e7d6c5b4a"
 

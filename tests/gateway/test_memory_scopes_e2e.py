@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from structlog.testing import capture_logs
 
 from adapters.contract import ChatType
 from storage import Store
 from tests.fakes.model_server import ModelServer, RequestRecord, Text, ToolUse
 from tests.gateway.conftest import GatewayFactory, Running
+
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
 
 ALICE = {"chat_id": "dm-alice", "user_id": "alice", "user_name": "Alice"}
 BOB = {"chat_id": "dm-bob", "user_id": "bob", "user_name": "Bob"}

@@ -12,6 +12,8 @@ from tests.fakes.model_server import ModelServer, Text, ToolCalls, ToolUse
 from tests.gateway.conftest import GatewayFactory, delivered, handled
 from tests.waiting import eventually
 
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
+
 
 class NoEditAdapter(LoopbackAdapter):
     capabilities = Capabilities(max_message_length=4096, length_unit="chars", can_edit=False, markup=Markup.PLAIN,

@@ -16,6 +16,8 @@ from tests.fakes.model_server import ModelServer, Text
 from tests.gateway.conftest import GatewayFactory
 from tests.waiting import eventually
 
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
+
 
 @pytest.mark.parametrize("turn_id", ["telegram:1234", "slack:C1:1700000000.000100", "discord:99", "webchat:ünï"])
 def test_short_turn_id_is_the_start_of_the_uuid5(turn_id: str) -> None:
