@@ -6,7 +6,8 @@
   (SQLSTATE 40001 serialization_failure, 40P01 deadlock_detected). Run again at once, it lands;
 * ``Trouble.SERVER_AWAY``: the server cannot be reached or let go of the connection (class 08
   connection exceptions, 57P01-57P03 shutdown / crash / starting up, a refused or reset socket,
-  asyncpg's "connection is closed"). Worth waiting for while it comes back;
+  asyncpg's "connection is closed", and asyncpg's ``InternalClientError`` about a connection still in the
+  middle of an operation the lost server never finished). Worth waiting for while it comes back;
 * None: anything else (a constraint the data broke, bad SQL, our own code's errors). Trying again
   would fail the same way, so it is not retried.
 """
@@ -61,6 +62,8 @@ def _sorted(error: BaseException) -> tuple[Trouble | None, str]:
             return Trouble.SERVER_AWAY, f"the connection to the server was lost ({seen})"
         if isinstance(seen, asyncpg.InterfaceError) and any(word in str(seen) for word in _CLOSED_WORDS):
             return Trouble.SERVER_AWAY, f"the connection to the server was lost ({seen})"
+        if isinstance(seen, asyncpg.InternalClientError):  # a pooled connection left mid-operation when the server went
+            return Trouble.SERVER_AWAY, f"a connection was left unusable by the lost server ({seen})"
         if isinstance(seen, OSError):  # refused, reset, unreachable; TimeoutError connecting
             return Trouble.SERVER_AWAY, f"the server cannot be reached ({type(seen).__name__}: {seen})"
         seen = seen.__cause__

@@ -49,7 +49,7 @@ async def run_with_retry(
             result = await operation()
         except StorageError:
             raise
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as error:
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError) as error:
             trouble, reason = trouble_of(error), reason_of(error)
             if trouble is Trouble.CONFLICT:
                 conflicts += 1

@@ -28,10 +28,11 @@ The modules beside this one hold the SQL, one concept each, as functions of a co
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import time
 from functools import partial
-from collections.abc import Awaitable, Callable, Coroutine, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Self, TypeVar
 
@@ -46,6 +47,7 @@ from storage.postgres import inbox, last_heard, lineage, messages, migrations, o
 from storage.postgres.search import search as search_messages
 from storage.postgres.append_batch import AppendBatcher
 from storage.postgres.connection import Connection
+from storage.postgres.faults import Trouble, trouble_of
 from storage.postgres.retry import run_with_retry
 from storage.postgres.text import clean
 from storage.records import (
@@ -86,6 +88,20 @@ def _retrieved(future: asyncio.Future[Any]) -> None:
     """Mark a future's exception as seen: a write queued and never awaited is not an error to report twice."""
     if not future.cancelled():
         future.exception()
+
+
+@contextlib.contextmanager
+def _dropped_when_server_away(conn: Connection) -> Iterator[None]:
+    """Close ``conn`` instead of giving it back to the pool when what ran on it met a lost server: with no reset
+    query between uses (``_no_reset``), nothing else would notice a connection the server left half way through an
+    operation, and the next transaction on it would fail (asyncpg's "another operation is in progress")."""
+    try:
+        yield
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError) as error:
+        if trouble_of(error) is Trouble.SERVER_AWAY:
+            with contextlib.suppress(asyncpg.InterfaceError):  # the pool took it back already: it was closed
+                conn.terminate()
+        raise
 
 
 class PostgresStore:
@@ -223,10 +239,11 @@ class PostgresStore:
 
         async def once() -> T:
             async with self._pool.acquire() as conn:
-                if one_statement:
-                    return await op(conn)
-                async with conn.transaction():
-                    return await op(conn)
+                with _dropped_when_server_away(conn):
+                    if one_statement:
+                        return await op(conn)
+                    async with conn.transaction():
+                        return await op(conn)
 
         return await run_with_retry(once, policy=self._retry, log=log, what=what)
 
@@ -237,7 +254,8 @@ class PostgresStore:
 
         async def once() -> T:
             async with self._pool.acquire() as conn:
-                return await op(conn)
+                with _dropped_when_server_away(conn):
+                    return await op(conn)
 
         return await run_with_retry(once, policy=self._retry, log=log, what=what, read=True)
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from adapters.contract import RateLimited
 from tests.fakes.model_server import ModelServer, Text, Timeout, ToolCalls, ToolUse
 from tests.gateway.conftest import GatewayFactory
 from tests.waiting import eventually
+
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
 
 
 async def test_no_more_agents_work_at_once_than_the_limit(start_gateway: GatewayFactory, model_server: ModelServer) -> None:

@@ -33,6 +33,8 @@ from tests.gateway.test_compaction_e2e import SMALL_WINDOW, is_summary, oversize
 from tests.gateway.test_database_faults import FAST_WRITER, QUICK_RETRIES, lock_held
 from tests.waiting import eventually
 
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
+
 OPS_CHAT = 4242
 HOOK_TOKEN = "Bearer hook-secret-9f8e7d6c5b4a"
 
@@ -215,6 +217,7 @@ async def test_model_failures_alert_once_and_clear_when_a_turn_is_answered(
     assert "one" not in fired["text"].split() and "two" not in fired["text"].split()  # no message text
 
 
+@pytest.mark.sqlite_only  # holds state.db's write lock from outside
 async def test_the_database_failing_writes_is_alerted_without_the_outbox_and_cleared_through_it(
     start_gateway: GatewayFactory, model_server: ModelServer, receiver: WebhookReceiver
 ) -> None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.fakes.model_server import ModelServer, RequestRecord, Text, Timeout
 from tests.gateway.conftest import GatewayFactory, Running
 from tests.waiting import eventually
+
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
 
 
 def is_summary(record: RequestRecord) -> bool:

@@ -6,11 +6,15 @@ import asyncio
 import json
 import urllib.request
 
+import pytest
+
 from storage import NewMessage, SessionRecord, Store
 from gateway.turn.runner import HYGIENE_FAILED_NOTICE
 from tests.fakes.model_server import InvalidRequest, ModelServer, RequestRecord, Text, Timeout
 from tests.gateway.conftest import GatewayFactory, settled
 from tests.waiting import eventually
+
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
 
 SMALL_WINDOW = {
     "model": {"context_length": 4000},

@@ -28,16 +28,17 @@ from pathlib import Path
 
 import pytest
 
-from storage import Store
+from storage import open_store
 from tests.fakes.adapter import LoopbackAdapter
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.relay_platform import RelayPlatform, Sent
 from tests.gateway.conftest import GatewayFactory, handled, write_config
+from tests.gateway.engines import count, database_of, storage_config
 from tests.gateway.processes import REPO, clean_env
 from tests.gateway.processes import terminate
 from tests.waiting import eventually
 
-pytestmark = pytest.mark.timeout(300)  # starts the real gateway process, several times: slow on a busy machine
+pytestmark = [pytest.mark.timeout(300), pytest.mark.both_engines]  # starts the real gateway, several times: slow
 
 CHATS = 20
 PER_CHAT = 10
@@ -111,10 +112,10 @@ def check_repeats(relay: RelayPlatform, first_log: str) -> None:
         assert f"message_id={repeat.message_id} " not in first_log, repeat
 
 
-async def check_database(db_path: Path, relay: RelayPlatform, events: int) -> None:
+async def check_database(database: str, relay: RelayPlatform, events: int) -> None:
     """Nothing unfinished, every event stored once and done, the stored replies are the delivered ones."""
     delivered = by_chat(relay.sent)
-    store = await Store.open(db_path)
+    store = await open_store(database)
     try:
         assert await store.inbox_unfinished() == []
         assert await store.outbox_pending() == []
@@ -127,17 +128,17 @@ async def check_database(db_path: Path, relay: RelayPlatform, events: int) -> No
             assert [m.content for m in stored if m.role == "assistant"] == [r.text for r in delivered[session.chat_id]]
     finally:
         await store.close()
-    with contextlib.closing(sqlite3.connect(db_path)) as db:
-        assert db.execute("SELECT count(*), sum(status = 'done') FROM inbox").fetchone() == (events, events)
+    done = "SELECT count(*), count(*) FILTER (WHERE status = 'done') FROM inbox"
+    assert await count(database, done) == (events, events)
 
 
 async def test_sigkill_mid_burst_every_message_answered_once_in_order(
-    tmp_path: Path, model_server: ModelServer, relay: RelayPlatform
+    tmp_path: Path, model_server: ModelServer, relay: RelayPlatform, storage_url: str | None
 ) -> None:
     model_server.responder = lambda record: Text("re: " + record.last_user_text)
     model_server.latency = 0.1  # think time, so messages queue behind running turns and are answered together
     home = tmp_path / "home"
-    config = write_config(home, model_server)
+    config = write_config(home, model_server, storage_config(storage_url))
     log_path = home / "logs" / "gateway.log"
     messages = burst()
 
@@ -177,7 +178,7 @@ async def test_sigkill_mid_burst_every_message_answered_once_in_order(
     check_replies(relay, texts)
     log_bytes = log_path.read_bytes()
     check_repeats(relay, log_bytes[:offset].decode("utf-8", errors="replace"))
-    await check_database(home / "state.db", relay, len(messages))
+    await check_database(database_of(home, storage_url), relay, len(messages))
 
     # The second run picked up what the first left unfinished.
     second_log = log_bytes[offset:].decode("utf-8", errors="replace")
@@ -193,6 +194,7 @@ async def test_sigkill_mid_burst_every_message_answered_once_in_order(
     )
 
 
+@pytest.mark.sqlite_only  # edits state.db behind the gateway's back
 async def test_a_reply_is_not_sent_again_when_the_crash_came_while_its_events_were_marked_done(
     start_gateway: GatewayFactory, model_server: ModelServer
 ) -> None:

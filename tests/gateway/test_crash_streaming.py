@@ -19,14 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from storage import Store
+from storage import open_store
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.relay_platform import RelayPlatform
 from tests.gateway.conftest import write_config
+from tests.gateway.engines import database_of, storage_config
 from tests.gateway.processes import REPO, clean_env, terminate
 from tests.waiting import eventually
 
-pytestmark = pytest.mark.timeout(300)  # starts the real gateway process twice: slow on a busy machine
+pytestmark = [pytest.mark.timeout(300), pytest.mark.both_engines]  # starts the real gateway twice: slow when busy
 
 CHATS = 6
 HANG_GUARD = 180.0
@@ -47,11 +48,11 @@ def launch(home: Path, config: Path, relay_url: str) -> subprocess.Popen[bytes]:
 
 
 async def test_sigkill_mid_stream_each_streamed_message_is_finished_once(
-    tmp_path: Path, model_server: ModelServer, relay: RelayPlatform
+    tmp_path: Path, model_server: ModelServer, relay: RelayPlatform, storage_url: str | None
 ) -> None:
     model_server.responder = lambda record: Text(answer_for(record.last_user_text), pace=6)  # ~12 s an answer
     home = tmp_path / "home"
-    config = write_config(home, model_server)
+    config = write_config(home, model_server, storage_config(storage_url))
     log_path = home / "logs" / "gateway.log"
     questions = {f"chat-{n}": f"question {n}" for n in range(CHATS)}
 
@@ -88,7 +89,7 @@ async def test_sigkill_mid_stream_each_streamed_message_is_finished_once(
     for chat, (message,) in per_chat.items():
         assert relay.showing[message.message_id] == answer_for(questions[chat])  # nothing left half
         assert message.reply_to is not None
-    store = await Store.open(home / "state.db")
+    store = await open_store(database_of(home, storage_url))
     try:
         assert await store.inbox_unfinished() == []
         assert await store.outbox_pending() == []

@@ -7,13 +7,16 @@ read from ``switchboard_inbound_settled_total`` and the inbox itself.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import sqlite3
+
+import pytest
 
 from adapters.contract import AccessPolicy, ChatType
 from tests.fakes.model_server import ModelServer, Text, ToolCalls, ToolUse
 from tests.gateway.conftest import GatewayFactory, Running, settled
+from tests.gateway.engines import count, refused
 from tests.waiting import eventually
+
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
 
 
 def settlements(running: Running) -> dict[str, float]:
@@ -26,8 +29,7 @@ async def done_once(running: Running, expected: dict[str, float]) -> None:
     await settled(running.store)
     await eventually(lambda: len(running.gateway.lanes) == 0)
     assert settlements(running) == expected
-    with contextlib.closing(sqlite3.connect(running.home / "state.db")) as db:
-        (accepted,) = db.execute("SELECT COUNT(*) FROM inbox").fetchone()
+    (accepted,) = await count(running.database, "SELECT count(*) FROM inbox")
     assert sum(expected.values()) == accepted  # one settlement per event: none twice, none left out
 
 
@@ -69,10 +71,8 @@ async def test_a_stopped_turn(start_gateway: GatewayFactory, model_server: Model
 async def test_a_turn_given_up_with_the_apology(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
     running = await start_gateway({"gateway": {"tool_progress": False}})
     model_server.script(ToolCalls(ToolUse("session_search", {"query": "plans"})))
-    with contextlib.closing(sqlite3.connect(running.home / "state.db")) as db, db:  # the tool call cannot be stored
-        db.execute("CREATE TRIGGER refuse_calls BEFORE INSERT ON messages WHEN NEW.tool_calls IS NOT NULL "
-                   "BEGIN SELECT RAISE(ABORT, 'simulated write failure'); END")  # fmt: skip
-    await running.adapter.inject("what were my plans?")
-    [apology] = await running.adapter.wait_sent(1)
-    assert apology.text.startswith("Sorry, something went wrong on my side")
-    await done_once(running, {"given_up": 1})
+    async with refused(running.database, "messages", "INSERT", "NEW.tool_calls IS NOT NULL"):  # cannot be stored
+        await running.adapter.inject("what were my plans?")
+        [apology] = await running.adapter.wait_sent(1)
+        assert apology.text.startswith("Sorry, something went wrong on my side")
+        await done_once(running, {"given_up": 1})

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from adapters.contract import Attachment
 from tests.fakes.model_server import ModelServer, Text
 from tests.gateway.conftest import GatewayFactory, settled, spoken
+
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
 
 
 async def test_the_messages_of_an_album_wait_for_each_other_and_are_one_turn(

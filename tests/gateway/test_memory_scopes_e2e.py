@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from structlog.testing import capture_logs
 
 from adapters.contract import ChatType
-from storage import Store
 from tests.fakes.model_server import ModelServer, RequestRecord, Text, ToolUse
 from tests.gateway.conftest import GatewayFactory, Running
+from tests.gateway.engines import open_database
+
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
 
 ALICE = {"chat_id": "dm-alice", "user_id": "alice", "user_name": "Alice"}
 BOB = {"chat_id": "dm-bob", "user_id": "bob", "user_name": "Bob"}
@@ -193,12 +196,12 @@ async def test_forget_here_clears_a_shared_threads_notes(start_gateway: GatewayF
 
 
 async def test_an_upgrade_moves_the_global_memory_aside_and_restarts_sessions_built_with_it(
-    start_gateway: GatewayFactory, model_server: ModelServer, tmp_path: Path
+    start_gateway: GatewayFactory, model_server: ModelServer, tmp_path: Path, storage_url: str | None
 ) -> None:
     home = tmp_path / "home"
     (home / "memories").mkdir(parents=True)
     (home / "memories" / "USER.md").write_text("Name: Alice\n§\nAlice's salary is 90k.\n", encoding="utf-8")
-    store = await Store.open(home / "state.db")  # what an earlier version left: Bob's DM, with everyone's memory
+    store = await open_database(home, storage_url)  # what an earlier version left: Bob's DM, with everyone's memory
     old = await store.create_session(
         session_key="loopback:dm:dm-bob", platform="loopback", chat_id="dm-bob", chat_type="dm",
         system_prompt="You are Switchboard.\n\nUSER PROFILE (what you know about the user) — 33/1,375 chars\n"

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
-import sqlite3
 import time
 from pathlib import Path
 
@@ -15,12 +13,15 @@ from structlog.testing import capture_logs
 from adapters.contract import AccessPolicy, ChatType, InboundMessage, Markup, RateLimited
 from gateway.delivery.formatting import render
 from gateway.turn.runner import INTERRUPTED_RESULT, NOTHING_TO_ADD
-from storage import NewMessage, Store, ToolCallRecord
+from storage import NewMessage, ToolCallRecord
 from tests.fakes.adapter import LoopbackAdapter, TelegramHtmlLoopbackAdapter
 from tests.fakes.model_server import ModelServer, Text, Timeout, ToolCalls, ToolUse
 from tests.fakes.telegram_api import parse_html
 from tests.gateway.conftest import GatewayFactory, handled, settled, spoken
+from tests.gateway.engines import open_database, refused
 from tests.waiting import eventually
+
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
 
 
 async def test_a_dm_gets_a_reply_and_everything_is_stored(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
@@ -194,15 +195,14 @@ async def test_a_burst_of_messages_from_a_stranger_gets_one_pairing_code(
 
 
 async def test_messages_replayed_after_a_crash_pass_the_access_and_command_checks_again(
-    start_gateway: GatewayFactory, model_server: ModelServer, tmp_path: Path
+    start_gateway: GatewayFactory, model_server: ModelServer, tmp_path: Path, storage_url: str | None
 ) -> None:
     def left_over(n: int, text: str, user: str, chat_type: ChatType = ChatType.DM) -> InboundMessage:
         return InboundMessage(platform="loopback", event_id=f"before-{n}", chat_id=f"chat-{user}", chat_type=chat_type,
                               user_id=user, text=text)  # fmt: skip
 
     home = tmp_path / "home"
-    home.mkdir()
-    store = await Store.open(home / "state.db")  # accepted, then the process died before handling them
+    store = await open_database(home, storage_url)  # accepted, then the process died before handling them
     for message in (left_over(1, "let me in", "stranger"), left_over(2, "hello all", "friend", ChatType.GROUP),
                     left_over(3, "/whoami", "friend"), left_over(4, "what time is it?", "friend")):  # fmt: skip
         await store.inbox_accept(message.platform, message.event_id, "loopback:dm:x", message.to_dict())
@@ -215,15 +215,14 @@ async def test_messages_replayed_after_a_crash_pass_the_access_and_command_check
 
 
 async def test_a_stored_message_that_no_longer_reads_is_skipped_at_start_and_the_others_are_answered(
-    start_gateway: GatewayFactory, model_server: ModelServer, tmp_path: Path
+    start_gateway: GatewayFactory, model_server: ModelServer, tmp_path: Path, storage_url: str | None
 ) -> None:
     home = tmp_path / "home"
-    home.mkdir()
     good = InboundMessage(platform="loopback", event_id="before-2", chat_id="chat-friend", chat_type=ChatType.DM,
                           user_id="friend", text="what time is it?")  # fmt: skip
     # As an older version could store it: an attachment name that is an object, not text.
     odd = {**good.to_dict(), "event_id": "before-1", "attachments": [{"kind": "file", "name": {"x": 1}}]}
-    store = await Store.open(home / "state.db")
+    store = await open_database(home, storage_url)
     for payload in (odd, good.to_dict()):
         await store.inbox_accept("loopback", payload["event_id"], "loopback:dm:chat-friend", payload)
     await store.close()
@@ -362,22 +361,16 @@ async def test_a_turn_that_fails_unexpectedly_still_answers_the_user(
     model_server.responder = lambda record: Text("re: " + record.last_user_text)
     # A store that fails mid-turn (as a full disk would): the tool call the model asks for
     # cannot be recorded, so the turn cannot go on.
-    with contextlib.closing(sqlite3.connect(running.home / "state.db")) as db, db:
-        db.execute(
-            "CREATE TRIGGER refuse_calls BEFORE INSERT ON messages WHEN NEW.tool_calls IS NOT NULL "
-            "BEGIN SELECT RAISE(ABORT, 'simulated write failure'); END"
-        )
-    await running.adapter.inject("what were my plans?", chat_id="c1")
-    await eventually(lambda: any(text.startswith("Sorry") for text in running.adapter.texts("c1")))
-    _progress, notice = running.adapter.texts("c1")  # the tool progress message went out first
-    assert notice.startswith("Sorry, something went wrong on my side") and "send it again" in notice
-    assert re.search(r"reference: [0-9a-f]{8}\)$", notice)
-    await eventually(lambda: running.gateway.lanes.running() == 0)
-    await eventually(lambda: bool(running.adapter.edits))
-    assert running.adapter.edits[-1].text == "Failed. Used: session_search"  # not "Working on it" for good
-    assert await running.store.inbox_unfinished() == []  # answered: not run again on every start
-    with contextlib.closing(sqlite3.connect(running.home / "state.db")) as db, db:
-        db.execute("DROP TRIGGER refuse_calls")
+    async with refused(running.database, "messages", "INSERT", "NEW.tool_calls IS NOT NULL"):
+        await running.adapter.inject("what were my plans?", chat_id="c1")
+        await eventually(lambda: any(text.startswith("Sorry") for text in running.adapter.texts("c1")))
+        _progress, notice = running.adapter.texts("c1")  # the tool progress message went out first
+        assert notice.startswith("Sorry, something went wrong on my side") and "send it again" in notice
+        assert re.search(r"reference: [0-9a-f]{8}\)$", notice)
+        await eventually(lambda: running.gateway.lanes.running() == 0)
+        await eventually(lambda: bool(running.adapter.edits))
+        assert running.adapter.edits[-1].text == "Failed. Used: session_search"  # not "Working on it" for good
+        assert await running.store.inbox_unfinished() == []  # answered: not run again on every start
     await running.adapter.inject("hello again", chat_id="c1")
     await running.adapter.wait_sent(3)
     # The failed question stays in the history (the model sees it before the new message).

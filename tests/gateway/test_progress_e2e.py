@@ -6,11 +6,13 @@ import pytest
 
 import gateway.delivery.progress
 from adapters.contract import Capabilities, Markup
-from storage import Store
 from tests.fakes.adapter import UNHURRIED, LoopbackAdapter
 from tests.fakes.model_server import ModelServer, Text, ToolCalls, ToolUse
 from tests.gateway.conftest import GatewayFactory, delivered, handled
+from tests.gateway.engines import open_database
 from tests.waiting import eventually
+
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
 
 
 class NoEditAdapter(LoopbackAdapter):
@@ -82,14 +84,13 @@ async def test_no_progress_when_disabled_or_when_the_platform_cannot_edit(
 
 
 async def test_start_up_finishes_an_edit_a_crash_left_pending(
-    start_gateway: GatewayFactory, model_server: ModelServer, tmp_path
+    start_gateway: GatewayFactory, model_server: ModelServer, tmp_path, storage_url: str | None
 ) -> None:  # type: ignore[no-untyped-def]
     home = tmp_path / "home"
     first = await start_gateway(home=home)
-    path = first.store.path
     await first.gateway.shutdown()
     # What a crash between recording an edit and making it leaves behind.
-    store = await Store.open(path)
+    store = await open_database(home, storage_url)
     (row,) = await store.outbox_add("progress:loopback:7", "loopback", "c1", None, ["Working on it…"])
     await store.outbox_mark_sent(row.id, "m-41")
     edited = await store.outbox_edit(row.id, "Used: memory", markup=Markup.PLAIN.value)

@@ -21,6 +21,8 @@ from tests.fakes.model_server import ModelServer, Text, Timeout, ToolCalls, Tool
 from tests.gateway.conftest import GatewayFactory, delivered, write_config
 from tests.waiting import eventually
 
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
+
 
 class SlowAdapter(LoopbackAdapter):
     """Every send takes a moment, like a platform API over a real network."""

@@ -18,6 +18,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import pytest
 import pytest_asyncio
 
 from adapters.contract import ChatType
@@ -30,6 +31,8 @@ from gateway.inbound.session_key import SessionKey
 from storage import NewMessage, SessionRecord, Store
 from tests.fakes.model_server import ModelServer, RequestRecord, Text
 from tests.gateway.conftest import GatewayFactory, Running, settled, write_config
+
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
 
 HOUR = 3600.0
 NOTE = re.compile(r"\[[^\]]*\]")

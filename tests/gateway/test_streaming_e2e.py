@@ -12,6 +12,8 @@ from tests.fakes.model_server import ModelServer, Text, ToolCalls, ToolUse
 from tests.gateway.conftest import GatewayFactory, Running, settled
 from tests.waiting import eventually
 
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
+
 ANSWER = " ".join(f"Sentence number {n} of the answer tells a little more." for n in range(1, 9))
 """Eight sentences, 72 words: about three seconds at 25 words a second."""
 

@@ -11,10 +11,12 @@ import pytest
 
 from adapters.contract import RecipientUnavailable
 from gateway.operations.logs import configure_logging, short_turn_id
-from storage import Store
 from tests.fakes.model_server import ModelServer, Text
 from tests.gateway.conftest import GatewayFactory
+from tests.gateway.engines import open_database
 from tests.waiting import eventually
+
+pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
 
 
 @pytest.mark.parametrize("turn_id", ["telegram:1234", "slack:C1:1700000000.000100", "discord:99", "webchat:ünï"])
@@ -58,11 +60,11 @@ async def test_one_turn_id_from_the_message_to_its_reply(
 
 
 async def test_chunks_sent_after_a_restart_are_logged_under_their_turn(
-    start_gateway: GatewayFactory, tmp_path: Path, log: Path
+    start_gateway: GatewayFactory, tmp_path: Path, log: Path, storage_url: str | None
 ) -> None:
     home = tmp_path / "home"
     (home / "logs").mkdir(parents=True)
-    store = await Store.open(home / "state.db")
+    store = await open_database(home, storage_url)
     try:
         await store.outbox_add("loopback:41", "loopback", "c1", None, ["a reply queued before the restart"])
         await store.outbox_add("progress:loopback:42", "loopback", "c2", None, ["Working on it: reading files"])
