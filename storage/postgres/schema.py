@@ -22,6 +22,12 @@ Notes on the layout (the SQLite notes in ``storage/schema.py`` hold for the tabl
   overlapping character pairs (``cjk_words``, the same stream as ``storage/search/cjk.py``'s
   ``cjk_tokens``): a CJK query of any length, one or two characters included, is a lookup in the
   word index. The pairs are computed in SQL so that the column stays a generated one.
+* Punctuation: the parser keeps some tokens whole across it ("P2.2", "my-app.config.ts", URLs, hosts,
+  "-5"), where SQLite's tokenizer splits at every punctuation mark; so ``words`` also holds the words
+  of such text read with punctuation as spaces (``part_words``): "P2" finds "P2.2" with one lookup.
+* The functions the column calls give the same words whatever the ``search_path`` of the writer
+  (``pg_restore`` runs with an empty one): the SQL ones have their names bound when created, the
+  PL/pgSQL ones carry the path of the schema they were created in (``_PINNED_PATH``).
 * Parts of words ("ploy" in "redeployment") are found through a GIN trigram index (``pg_trgm``) on
   ``word_list(words)``, the message's distinct words as one text: already lower-cased and without
   accents, like SQLite's vocabulary of words, and far smaller than the text it comes from.
@@ -91,6 +97,19 @@ BEGIN
 END
 $$"""
 
+# The parts of the tokens the parser keeps whole across punctuation ("P2.2", "my-app.config.ts",
+# "deployment.apps/chat-send", "-5"): the words of the text read again with punctuation as spaces, as
+# SQLite's unicode61 tokenizer reads it, so "p2", "ts" and "5" are words too. Only for text where such
+# a token may be (a ".", "/", "@" or "~" before a non-space, a sign before a digit): other text is not
+# parsed twice. A SQL body, so its names are bound when it is created, whatever the caller's
+# search_path; not STRICT, so the planner inlines it (a call of a SQL function costs more than the test).
+_JOINED: Final = "[./@~][^[:space:]]|[-+][0-9]"  # where a token may hold punctuation
+_PART_WORDS: Final = f"""CREATE FUNCTION part_words(body text) RETURNS tsvector
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN body ~ '{_JOINED}'
+        THEN to_tsvector('{TEXT_SEARCH_CONFIG}', regexp_replace(body, '[[:punct:]]+', ' ', 'g'))
+        ELSE ''::tsvector END"""
+
 # A message's distinct words as one text, for the trigram index that finds parts of words.
 # (array_to_string is only STABLE in general, for arrays of any type; of text it is immutable.)
 _WORD_LIST: Final = """CREATE FUNCTION word_list(words tsvector) RETURNS text
@@ -100,14 +119,16 @@ _WORD_LIST: Final = """CREATE FUNCTION word_list(words tsvector) RETURNS text
 # The words of a message's tool calls: each call's name and the values of its arguments, the
 # arguments decoded from the JSON string the model APIs send (taken as they are when they are not
 # JSON). Immutable, so a generated column may call it; a bad argument string never fails an insert.
+# Strict: a message without tool calls (most of them) does not call it at all.
 _CALL_WORDS: Final = f"""CREATE FUNCTION call_words(calls jsonb) RETURNS tsvector
-    LANGUAGE plpgsql IMMUTABLE PARALLEL RESTRICTED AS $$
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL RESTRICTED AS $$
 DECLARE
     call jsonb;
     arguments jsonb;
+    said text;
     words tsvector := ''::tsvector;
 BEGIN
-    IF calls IS NULL OR jsonb_typeof(calls) <> 'array' THEN
+    IF jsonb_typeof(calls) <> 'array' THEN
         RETURN words;
     END IF;
     FOR call IN SELECT value FROM jsonb_array_elements(calls) LOOP
@@ -121,12 +142,26 @@ BEGIN
         IF arguments IS NOT NULL THEN
             words := words || jsonb_to_tsvector('{TEXT_SEARCH_CONFIG}', arguments, '["string", "numeric"]');
         END IF;
-        words := words || cjk_words(coalesce(call->>'name', '') || ' ' || coalesce((
+        CONTINUE WHEN concat(call->>'name', ' ', arguments) !~ '[{CJK_CLASS}]|{_JOINED}';
+        said := concat(call->>'name', ' ', (
             SELECT string_agg(value #>> '{{}}', ' ') FROM jsonb_path_query(arguments, 'strict $.**') AS value
-            WHERE jsonb_typeof(value) = 'string' AND arguments::text ~ '[{CJK_CLASS}]'
-        ), ''));
+            WHERE jsonb_typeof(value) IN ('string', 'number')
+        ));
+        words := words || cjk_words(said) || part_words(said);
     END LOOP;
     RETURN words;
+END
+$$"""
+
+# The PL/pgSQL functions find the configuration and each other by name when they run, so they carry
+# the search_path of the schema they were created in: a generated column must give the same words
+# whatever the caller's path (pg_restore runs with an empty one; another schema may hold a
+# ``switchboard`` of its own). The schema is named exactly, not ``FROM CURRENT``: a path with
+# "$user" in it would mean another schema for another role.
+_PINNED_PATH: Final = """DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION cjk_words(text) SET search_path = %I', current_schema());
+    EXECUTE format('ALTER FUNCTION call_words(jsonb) SET search_path = %I', current_schema());
 END
 $$"""
 
@@ -173,7 +208,9 @@ _V1_CORE: Final = (
     "CREATE INDEX sessions_by_start ON sessions(started_at)",
     "CREATE INDEX sessions_by_platform ON sessions(platform, started_at)",
     _CJK_WORDS,
+    _PART_WORDS,
     _CALL_WORDS,
+    _PINNED_PATH,
     _WORD_LIST,
     f"""CREATE TABLE messages (
         id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
@@ -192,8 +229,9 @@ _V1_CORE: Final = (
         words tsvector GENERATED ALWAYS AS (
             to_tsvector('{TEXT_SEARCH_CONFIG}', content)
             || to_tsvector('{TEXT_SEARCH_CONFIG}', coalesce(tool_name, ''))
-            || call_words(tool_calls)
+            || coalesce(call_words(tool_calls), '')
             || cjk_words(content || ' ' || coalesce(tool_name, ''))
+            || part_words(content || ' ' || coalesce(tool_name, ''))
         ) STORED,
         UNIQUE (session_id, seq)
     )""",

@@ -2,7 +2,8 @@
 
 The query language is the SQLite search's own, turned into SQL by ``storage/postgres/search_query.py``,
 over the columns ``storage/postgres/schema.py`` keeps: the word index (``messages.words``: words of
-the text, tool names and tool-call values, accents off, CJK runs as character pairs) and the trigram
+the text, tool names and tool-call values, accents off, CJK runs as character pairs, the parts of
+tokens joined by punctuation) and the trigram
 index of each message's words (``word_list(words)``). A search runs as SQLite's does:
 
 1. the words as typed (words, ``prefix*``, phrases, CJK of any length): index lookups, best first by

@@ -1,7 +1,7 @@
 """The README's PostgreSQL recipes, run against a real server: the SQL that creates the role and the database
-gives a role that is no superuser everything the gateway's first start needs (its tables and pg_trgm), in a
-database whose trigram search sees CJK; and the pg_dump / pg_restore commands bring a database back to the
-moment of the dump.
+gives a role that is no superuser everything the gateway's first start needs (its tables, pg_trgm and
+unaccent), in a database whose trigram search sees CJK; and the pg_dump / pg_restore commands bring a database
+back to the moment of the dump.
 
 The recipes name the role and database ``switchboard``; the test server's superuser has that name already, so
 each test runs them with a fresh name in its place, and with the test server's address in place of the README's.
@@ -85,13 +85,15 @@ async def test_the_role_the_readme_creates_migrates_its_database_and_search_sees
     postgres: PostgresServer, readme_role: str
 ) -> None:
     url = f"postgresql://{readme_role}@127.0.0.1:{postgres.port}/{readme_role}"
-    store = await PostgresStore.open(url)  # the first start: every table, and CREATE EXTENSION pg_trgm
+    store = await PostgresStore.open(url)  # the first start: every table, pg_trgm and unaccent
     await store.close()
     conn = await asyncpg.connect(url)
     try:
         assert await conn.fetchval("SELECT rolsuper OR rolcreatedb FROM pg_roles WHERE rolname = current_user") is False
-        assert await conn.fetchval("SELECT extowner::regrole::text FROM pg_extension WHERE extname = 'pg_trgm'") \
-            == readme_role, "the owner installed pg_trgm itself (a trusted extension)"  # fmt: skip
+        owners = dict(await conn.fetch("SELECT extname, extowner::regrole::text FROM pg_extension"))
+        for extension in ("pg_trgm", "unaccent"):
+            assert owners.get(extension) == readme_role, f"the owner installed {extension} itself (a trusted extension)"
+            assert f"`{extension}`" in section("PostgreSQL"), f"the README names {extension}"
         assert await conn.fetchval("SELECT encoding = pg_char_to_encoding('UTF8') FROM pg_database "
                                    "WHERE datname = current_database()")  # fmt: skip
         assert await conn.fetchval("SELECT show_trgm('日本語の検索')") != [], "LC_CTYPE lets pg_trgm see CJK letters"

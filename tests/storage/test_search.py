@@ -113,6 +113,10 @@ async def test_tool_call_arguments_are_searched_as_the_text_they_hold(store: Sto
     [
         ("chat-send", {"question", "result"}),
         ("P2.2", {"question"}),
+        ("P2", {"question"}),  # a part of a token the PostgreSQL parser keeps whole
+        ("2", {"question"}),
+        ("ts", {"call"}),  # a part of a file name in a tool call's argument
+        ("apps/chat", {"result"}),
         ("my-app.config.ts", {"call"}),
         ('"flaky test"', {"todo"}),
         ("TODO: fix", {"todo"}),

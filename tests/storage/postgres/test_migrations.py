@@ -167,3 +167,33 @@ async def test_pg_trgm_is_installed_by_the_migration(pool: asyncpg.Pool) -> None
         after = await conn.fetchval("SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'")
         similar = await conn.fetchval("SELECT '東京都の天気' % '東京都の天気予報'")
     assert (before, after, similar) == (0, 1, True)
+
+
+async def test_the_words_of_a_message_do_not_depend_on_the_search_path_of_the_writer(postgres_dsn: str) -> None:
+    """pg_restore writes the rows with an empty search_path, another program with a path of its own (here one
+    whose schema holds a stemming ``switchboard`` configuration): the generated words (configuration, CJK
+    pairs, parts of punctuated tokens, tool calls) are those of the schema's own functions every time, also
+    for a schema other than ``public``."""
+    calls = json.dumps([{"id": "c1", "name": "terminal", "arguments": json.dumps({"cmd": "open src/app.py 部署"})}])
+    admin = await asyncpg.connect(postgres_dsn)
+    try:
+        await admin.execute("CREATE SCHEMA tenant")
+        async with asyncpg.create_pool(postgres_dsn, min_size=1, max_size=1, reset=no_reset,
+                                       server_settings={"search_path": "tenant"}) as pool:  # fmt: skip
+            assert await upgrade(pool) == LATEST
+        await admin.execute("CREATE TEXT SEARCH CONFIGURATION public.switchboard (COPY = english)")
+        await admin.execute("INSERT INTO tenant.sessions (id, session_key, platform, chat_id, started_at) "
+                            "VALUES ('s1', 'k', 'telegram', '1', 1.0)")  # fmt: skip
+        for seq, path in enumerate(["tenant", "''", "public", "public, tenant"], start=1):
+            await admin.execute(f"SET search_path = {path}")
+            await admin.execute(
+                "INSERT INTO tenant.messages (session_id, seq, role, content, tool_calls, created_at) "
+                "VALUES ('s1', $1, 'assistant', 'Deploying P2.2 在大别山', $2::jsonb, 2.0)",
+                seq, calls,
+            )  # fmt: skip
+        vectors = [row[0] for row in await admin.fetch("SELECT words::text FROM tenant.messages ORDER BY seq")]
+    finally:
+        await admin.close()
+    assert len(set(vectors)) == 1, vectors
+    for word in ("'deploying'", "'p2'", "'大别'", "'别山'", "'terminal'", "'app'", "'py'", "'部署'"):
+        assert word in vectors[0], (word, vectors[0])

@@ -93,6 +93,7 @@ async def test_a_message_written_by_another_program_is_searchable(store: Postgre
         ("部署", False, "messages_words"),  # two CJK characters
         ("山", False, "messages_words"),  # one: a prefix of the pair words
         ("zanz*", False, "messages_words"),  # a prefix
+        ("P2", False, "messages_words"),  # a part of a token the parser keeps whole ("P2.2")
         ("anzib", True, "messages_word_list"),  # a part of a word: the second pass
     ],
 )
@@ -104,7 +105,7 @@ async def test_the_plan_reads_an_index(
               for n in range(3000)]  # fmt: skip
     for start in range(0, len(filler), 500):
         await store.append_messages(sid, filler[start : start + 500])
-    await store.append_messages(sid, [NewMessage("user", "a trip to zanzibar, 我们部署了服务在大别山")])
+    await store.append_messages(sid, [NewMessage("user", "a trip to zanzibar for P2.2, 我们部署了服务在大别山")])
     await conn.execute("ANALYZE messages")
     await conn.execute("SET enable_seqscan = off")  # a few thousand rows: make the planner show what it can use
     planned = statement(query, substrings=substrings)
