@@ -284,15 +284,3 @@ async def test_no_merge_transaction_runs_before_there_is_a_merge_step_to_do(db_p
         conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
     assert 1 <= segments < FTS_USERMERGE  # the step ran: the segments became one
 
-
-async def test_an_append_whose_caller_is_cancelled_still_lands(store: Store) -> None:
-    """A turn stopped while its message is being stored (``/stop``, shutdown) must not leave the history short:
-    the append was queued at the call, so it is written whether or not its caller stays to see it."""
-    session = await new_session(store)
-    waiting = asyncio.ensure_future(store.append_messages(session.id, [user("kept")]))
-    await asyncio.sleep(0)
-    waiting.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await waiting
-    await store.append_messages(session.id, [user("after")])
-    assert [m.content for m in await store.load_messages(session.id)] == ["kept", "after"]

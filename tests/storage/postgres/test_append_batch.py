@@ -46,3 +46,17 @@ async def test_one_append_the_server_refuses_fails_alone(store: PostgresStore) -
     for i, s in enumerate(sessions):
         contents = [m.content for m in await store.load_messages(s.id)]
         assert contents == ([] if i == 3 else [f"fine {i}"])
+
+
+async def test_an_append_whose_caller_is_cancelled_still_lands(store: PostgresStore) -> None:
+    """A queued append is written even when its caller stops waiting (a turn cancelled by ``/stop``): on
+    PostgreSQL the write is shielded from the caller. (SQLite's writer skips a write whose caller gave up before
+    the writer took it, and writes it once taken; either way the history never holds half an append.)"""
+    session = await store.create_session(session_key="telegram:1", platform="telegram", chat_id="1")
+    waiting = asyncio.ensure_future(store.append_messages(session.id, [NewMessage("user", "kept")]))
+    await asyncio.sleep(0)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await store.append_messages(session.id, [NewMessage("user", "after")])
+    assert [m.content for m in await store.load_messages(session.id)] == ["kept", "after"]
