@@ -91,6 +91,12 @@ async def other_site() -> AsyncIterator[OtherSite]:
 def postgres() -> Iterator[PostgresServer]:
     """A PostgreSQL server of the machine's own binaries, started when a test first asks for it and shared by
     the whole session; the test is skipped (saying where the binaries were looked for) where there are none."""
+    yield from own_postgres()
+
+
+def own_postgres() -> Iterator[PostgresServer]:
+    """Start a PostgreSQL server and yield it, stopped after; the test is skipped where the machine has no binaries.
+    For a fixture of a test that stops its server (``pause``) and must disturb no other test's database."""
     try:
         server = PostgresServer()
     except PostgresUnavailable as missing:

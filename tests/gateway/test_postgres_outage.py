@@ -18,7 +18,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes.model_server import ModelServer, Text
-from tests.fakes.postgres_server import PostgresServer, PostgresUnavailable
+from tests.fakes.fixtures import own_postgres
+from tests.fakes.postgres_server import PostgresServer
 from tests.fakes.relay_platform import RelayPlatform
 from tests.gateway.conftest import write_config
 from tests.gateway.engines import storage_config
@@ -44,15 +45,7 @@ AWAY_SECONDS = 4.0
 @pytest.fixture
 def own_server() -> Iterator[PostgresServer]:
     """A PostgreSQL server for this test alone: stopping it disturbs no other test's database."""
-    try:
-        server = PostgresServer()
-    except PostgresUnavailable as missing:
-        pytest.skip(str(missing))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from own_postgres()
 
 
 async def test_a_server_restart_mid_burst_loses_nothing(
