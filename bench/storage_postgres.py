@@ -5,13 +5,15 @@ the machine's PostgreSQL binaries this run says so and is skipped) gets one data
 ``PostgresStore.open`` migrates. Then:
 
 1. Preload (not measured): 1,000 sessions of 100 messages (100k, quick mode too), the same corpus and
-   planted words as the SQLite run, with COPY; the GIN indexes (words, trigrams) are dropped for the
-   copy and built again after it from their own definitions, then ``VACUUM ANALYZE``, as a database
+   planted words as the SQLite run, with COPY; the word index (GIN) is dropped for the copy and built
+   again after it from its own definition, the vocabulary is filled from the messages' words (as
+   ``storage migrate`` fills it), then ``VACUUM ANALYZE``, as a database
    that has lived a while would be (``preload_s``). That database is the template of every round.
 2. Floor: raw asyncpg on a fresh copy (``CREATE DATABASE ... TEMPLATE``): 100 writers insert the
    workload's rows, one autocommitted INSERT each, through a pool as large as the store's, numbering
    the rows themselves (no session lock, no transaction around it). It is what the server and the
-   driver do for this schema (generated ``tsvector``, two GIN indexes) at this concurrency.
+   driver do for this schema (generated ``tsvector``, its GIN index) at this concurrency; the
+   vocabulary, which the store's appends also keep, is not written.
 3. Store: 100 sessions made by ``create_session`` append the same rows through ``append_messages``,
    one message per call, each awaiting its commit, on another fresh copy. Floor and store alternate
    for ``ROUNDS`` rounds; rates and their ratio are medians, latencies over every append of every round.
@@ -44,6 +46,7 @@ from bench.storage_workload import (
 )
 from gateway import event_loop
 from storage import NewMessage, PostgresStore
+from storage.postgres import vocabulary
 from storage.postgres.store import POOL_SIZE
 from storage.records import media_to_json, tool_calls_to_json
 from tests.fakes.postgres_server import PostgresServer, PostgresUnavailable
@@ -113,6 +116,7 @@ async def preload(dsn: str, corpus: Corpus, sessions: int, per_session: int, pla
         await conn.execute("SET maintenance_work_mem = '256MB'")
         for index in gin:
             await conn.execute(index["indexdef"])
+        await vocabulary.fill(conn)  # as storage migrate does after its copy
         await conn.execute("VACUUM ANALYZE")
     finally:
         await conn.close()

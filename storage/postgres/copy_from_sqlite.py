@@ -30,7 +30,8 @@ rows come back in (SQLite and PostgreSQL sort text differently).
 Which columns are copied comes from the PostgreSQL catalog: every column of the target table that
 is not generated (``messages.words`` is), taken from the SQLite column of the same name. SQLite's
 own search machinery (``messages_fts``, ``search_words``, ``messages.search_cjk``) is not copied:
-PostgreSQL searches with its own. A plain PostgreSQL column with no SQLite counterpart, one the
+PostgreSQL searches with its own, whose vocabulary (``storage/postgres/vocabulary.py``) is made from
+the copied messages' words after the copy, in the same transaction. A plain PostgreSQL column with no SQLite counterpart, one the
 PostgreSQL store fills itself on insert, is made by a function in :data:`FILLED_BY_STORE`; a column
 that is in neither is refused with an error naming it, so a new column is never left empty unseen.
 
@@ -56,7 +57,7 @@ from storage import migrations as sqlite_migrations
 from storage.backup import database_in_use
 from storage.errors import StorageError
 from storage.log import log
-from storage.postgres import migrations
+from storage.postgres import migrations, vocabulary
 from storage.postgres.connection import Connection
 from storage.postgres.text import clean, clean_json
 from storage.schema import LATEST as SQLITE_LATEST
@@ -245,12 +246,13 @@ async def _connect(url: str, password: str | None, timeout: float) -> asyncpg.Co
 
 
 async def _derive(conn: Connection) -> None:
-    """The columns the PostgreSQL store keeps from other rows, set from the copied rows: each session's
-    ``last_seq`` (the ``seq`` of its last message, which an append numbers on from)."""
+    """What the PostgreSQL store keeps from other rows, made from the copied rows: each session's ``last_seq`` (the
+    ``seq`` of its last message, which an append numbers on from), and the vocabulary of the messages' words."""
     await conn.execute(
         "UPDATE sessions AS s SET last_seq = m.last FROM "
         "(SELECT session_id, max(seq) AS last FROM messages GROUP BY session_id) AS m WHERE s.id = m.session_id"
     )
+    await vocabulary.fill(conn)
 
 
 async def _refuse_unless_empty(conn: Connection, where: str) -> None:

@@ -5,7 +5,10 @@
 model call's usage to the counters): two writers appending to one session, in this process or
 another, queue on that row's lock, and the second re-reads the row the first committed, so each
 numbers on from the other's last message. The messages go in with ``INSERT ... SELECT FROM unnest``
-numbered from the value the ``UPDATE`` started from; the usage log row with them. Text is stored as
+numbered from the value the ``UPDATE`` started from; the usage log row with them, and the words of
+the vocabulary they use that it does not hold yet (``storage/postgres/vocabulary.py``), in one order
+for every statement (byte order), so two statements adding the same new words wait for each other
+instead of deadlocking. Text is stored as
 ``storage/postgres/text.py`` says (a NUL becomes U+FFFD); the records returned hold what was stored.
 """
 
@@ -18,6 +21,7 @@ from typing import Any, Final
 from storage.errors import SessionNotFoundError
 from storage.postgres.connection import Connection
 from storage.postgres.text import clean, clean_json
+from storage.postgres.vocabulary import KEPT
 from storage.records import (
     MessageRecord,
     NewMessage,
@@ -62,7 +66,13 @@ _APPEND: Final = """
                   platform_message_id, media, position)
         JOIN session ON session.id = m.session_id
         ORDER BY m.position
-        RETURNING id, session_id, seq
+        RETURNING id, session_id, seq, words
+    ), known AS (
+        INSERT INTO search_vocabulary (word)
+        SELECT DISTINCT w.word COLLATE "C" FROM added, unnest(tsvector_to_array(added.words)) AS w(word)
+        WHERE {kept}
+        ORDER BY 1
+        ON CONFLICT DO NOTHING
     ), logged AS (
         INSERT INTO usage (session_id, at, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd)
         SELECT r.session_id, $10, r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens, r.cost_usd
@@ -73,7 +83,7 @@ _APPEND: Final = """
            (SELECT array_agg(id ORDER BY session_id, seq) FROM added) AS ids,
            (SELECT array_agg(session_id ORDER BY session_id, seq) FROM added) AS owners,
            (SELECT array_agg(seq ORDER BY session_id, seq) FROM added) AS seqs
-"""
+""".format(kept=KEPT.format(word="w.word"))
 """Any number of appends, each to a different session, in one statement: the appends of many conversations at
 once go to the server together (``storage/postgres/append_batch.py``), as SQLite's writer commits them in one
 transaction. A session that does not exist has no ``session`` row, so nothing of its append is written."""

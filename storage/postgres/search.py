@@ -3,16 +3,17 @@
 The query language is the SQLite search's own, turned into SQL by ``storage/postgres/search_query.py``,
 over the columns ``storage/postgres/schema.py`` keeps: the word index (``messages.words``: words of
 the text, tool names and tool-call values, accents off, CJK runs as character pairs, the parts of
-tokens joined by punctuation) and the trigram
-index of each message's words (``word_list(words)``). A search runs as SQLite's does:
+tokens joined by punctuation) and the vocabulary of those words with its trigram index
+(``search_vocabulary``, ``storage/postgres/vocabulary.py``). A search runs as SQLite's does:
 
 1. the words as typed (words, ``prefix*``, phrases, CJK of any length): index lookups, best first by
    ``ts_rank`` (ties: the older message first);
 2. when they find fewer than ``limit`` messages and a term of 3 or more letters may lie inside longer
-   words ("ploy" in "redeployment"), the query again with those terms also looked up inside the
-   words of each message. Its further hits follow the first ones, densest first: the share of the
-   message's words that contain the term (SQLite ranks the words it found with BM25; a dense short
-   message comes first there too).
+   words ("ploy" in "redeployment"), the query again with those terms also matching the vocabulary's
+   words that contain them (at most ``MAX_EXPANSION``, shortest first), looked up in the word index.
+   Its further hits follow the first ones, densest first: the share of the message's words that
+   contain the term (SQLite ranks the words it found with BM25; a dense short message comes first
+   there too).
 
 Excerpts are cut and marked in Python by ``storage.search.fulltext.snippet`` from the content, the
 tool calls as the index reads them, and the tool name, so both engines show the same excerpt.
@@ -101,7 +102,7 @@ def _sessions(platform: str | None, owner: SearchOwner | None) -> _Where | None:
 def _query(text: str, where: _Where, *, substrings: bool) -> PgSearchQuery | None:
     return pg_search_query(
         text, content="m.content", vector="m.words", first=2 + len(where.params), cjk_pairs=True,
-        config=TEXT_SEARCH_CONFIG, word_list="word_list(m.words)", substrings=substrings,
+        config=TEXT_SEARCH_CONFIG, vocabulary=True, substrings=substrings,
     )  # fmt: skip
 
 

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from storage.postgres.vocabulary import expansion
 from storage.search.cjk import has_cjk
 from storage.search.fulltext import HIGHLIGHT, snippet
 from storage.search.query import Needle, parse_query
@@ -66,10 +67,10 @@ class PgSearchQuery:
 
 class _Builder:
     def __init__(
-        self, *, content: str, vector: str, first: int, cjk_pairs: bool, config: str, word_list: str | None
+        self, *, content: str, vector: str, first: int, cjk_pairs: bool, config: str, vocabulary: bool
     ) -> None:  # fmt: skip
         self.content, self.vector, self.first, self.cjk_pairs = content, vector, first, cjk_pairs
-        self.config, self.word_list = config, word_list
+        self.config, self.vocabulary = config, vocabulary
         self.params: list[str] = []
         self.ranked: list[str] = []  # tsquery operands of the terms not excluded
 
@@ -83,8 +84,8 @@ class _Builder:
         return f"{self.vector} @@ to_tsquery('{self.config}', {self.bind(operand)}::text)"
 
     def inside(self, text: str) -> str:
-        if self.word_list is not None:  # the words, folded as the index folded them
-            return f"{self.word_list} LIKE '%' || {self.bind(_like(fold(text)))}::text || '%'"
+        if self.vocabulary:  # the words holding it, folded as the index folded them
+            return f"{self.vector} @@ {expansion(self.bind(_like(fold(text))))}"
         return f"{self.content} ILIKE '%' || {self.bind(_like(text))}::text || '%'"
 
     def expression(self, expression: str, *, negated: bool) -> str:
@@ -133,7 +134,7 @@ def pg_search_query(
     first: int = 1,
     cjk_pairs: bool = False,
     config: str = "simple",
-    word_list: str | None = None,
+    vocabulary: bool = False,
     substrings: bool = True,
 ) -> PgSearchQuery | None:
     """What the person typed as SQL over the columns ``content`` (text) and ``vector``
@@ -144,16 +145,16 @@ def pg_search_query(
     index lookup of pairs, as in SQLite, instead of an ``ILIKE`` the trigram index cannot serve
     below three characters.
 
-    ``config``: the text search configuration ``vector`` was parsed with. ``word_list``: an expression
-    of ``vector``'s words as one text (``word_list(words)`` of ``storage/postgres/schema.py``), where
-    parts of words are looked for instead of in ``content``; the query text is folded (lower case, no
-    accents) as the words are. ``substrings=False``: the words as typed only, no part-of-word lookups
+    ``config``: the text search configuration ``vector`` was parsed with. ``vocabulary``: parts of words
+    are looked for in ``search_vocabulary`` (``storage/postgres/vocabulary.py``), the words found then
+    in ``vector``, instead of in ``content``; the query text is folded (lower case, no accents) as the
+    words are. ``substrings=False``: the words as typed only, no part-of-word lookups
     (the first pass of a search; the second one, with them, runs when the first finds too few)."""
     parsed = parse_query(text)
     if not parsed.parts:
         return None
     build = _Builder(
-        content=content, vector=vector, first=first, cjk_pairs=cjk_pairs, config=config, word_list=word_list
+        content=content, vector=vector, first=first, cjk_pairs=cjk_pairs, config=config, vocabulary=vocabulary
     )  # fmt: skip
     sql: list[str] = []
     inside: list[Needle] = []

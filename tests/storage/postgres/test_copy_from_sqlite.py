@@ -60,6 +60,8 @@ async def test_every_table_round_trips_with_its_ids_and_new_rows_never_collide(t
         assert [m.seq for m in history] == [1, 2, 3, 4, 5, 6] and history[4].content == CJK
         assert history[1].tool_calls[0].arguments == '{"query": "Zürich weather", "days": 3, "raw": "x\\u0000y"}'
         assert history[1].tool_calls[1].arguments == f'{{"cmd": "printf a{NUL_STANDS_IN}b"}}'
+        found = await store.search("URIC")  # a part of a word: the vocabulary is made from the copied words
+        assert len(found) >= 2 and all("ürich" in hit.snippet for hit in found), found
         (added,) = await store.append_messages(ids["child"], [NewMessage("user", "after the move")])
         assert (added.seq, added.id) == (3, max(m["id"] for m in expected["messages"]) + 1)
     finally:

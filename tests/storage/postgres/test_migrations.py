@@ -20,11 +20,11 @@ from tests.waiting import eventually
 
 TABLES = {
     "schema_version", "prompts", "sessions", "messages", "inbox", "outbox",
-    "pairing_codes", "pairing_approvals", "pairing_failures", "usage",
+    "pairing_codes", "pairing_approvals", "pairing_failures", "usage", "search_vocabulary",
 }  # fmt: skip
 INDEXES = {
     "sessions_title", "sessions_open_by_key", "sessions_by_parent", "sessions_by_start", "sessions_by_platform",
-    "messages_by_platform_id", "messages_words", "messages_word_list", "inbox_unfinished", "inbox_finished",
+    "messages_by_platform_id", "messages_words", "search_vocabulary_trigrams", "inbox_unfinished", "inbox_finished",
     "inbox_by_session", "outbox_pending", "outbox_settled", "outbox_live", "pairing_codes_by_user",
     "pairing_failures_by_platform", "usage_by_time", "usage_by_session",
 }  # fmt: skip
@@ -56,7 +56,7 @@ async def test_a_fresh_database_reaches_the_latest_version_with_every_table(pool
         words_type = await conn.fetchval(
             "SELECT data_type FROM information_schema.columns WHERE table_name = 'messages' AND column_name = 'words'"
         )
-        trigram_index = await conn.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = 'messages_word_list'")
+        trigram_index = await conn.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = 'search_vocabulary_trigrams'")
         outbox_live = await conn.fetchval(
             "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'outbox'::regclass "
             "AND pg_get_constraintdef(oid) LIKE '%status%'"
