@@ -4,9 +4,13 @@ A turn's messages, a model call's usage, a burst of chats each storing its user'
 one writer commits whatever is queued in one transaction, and an append costs a few microseconds of
 that. Here each statement costs a round trip and a commit, so one append per statement caps a busy
 gateway at what one connection does in a round trip. ``AppendBatcher.add`` queues an append; up to
-``in_flight`` statements run at once, and each takes every append waiting when it starts (at most
-``most``) into one ``messages.append_many`` statement. Under light load that is one append per
-statement, sent at once; under a burst, hundreds in a few statements.
+``in_flight`` statements run at once, and each takes a fair share of the appends waiting when it
+starts (an ``in_flight``-th of them, at most ``most``) into one ``messages.append_many`` statement.
+Under light load that is one append per statement, sent at once; under a burst, hundreds in a few
+statements. The share matters for the slowest appends: a statement that stalls (the server extending
+a file, merging an index's pending entries) holds up only the appends it carries, and with every
+waiting append in one statement that was all of them (100 writers: p99 287 ms with one statement
+taking everything, 59 ms with shares, the same bench).
 
 The appends of one statement are to different sessions: the store queues a session's writes one
 after another (``PostgresStore._queued``), so a session's next append is only added once its
@@ -63,7 +67,8 @@ class AppendBatcher:
 
     async def _flush(self) -> None:
         while self._waiting:
-            batch, self._waiting = self._waiting[: self._most], self._waiting[self._most :]
+            share = min(self._most, -(-len(self._waiting) // self._in_flight))  # a fair part: no statement carries all
+            batch, self._waiting = self._waiting[:share], self._waiting[share:]
             await self._write(batch)
 
     async def _write(self, batch: list[Waiting]) -> None:
