@@ -28,7 +28,7 @@ def screen(key: str, rest: str) -> str:
         "",
         "  config file  {home}/config.yaml",
         "  home         {home}",
-        "  database     {home}/state.db (synchronous=normal)",
+        "  database     SQLite, {home}/state.db (synchronous=normal)",
         "  log file     {home}/logs/gateway.log (text, level info, rotated at 10 MB x 5)",
         f"  model        anthropic / claude-sonnet-4-6, {key}, the provider's default endpoint, "
         "context from the built-in model table, cache ttl auto",
