@@ -38,8 +38,8 @@ from tests.gateway.test_crash import (
 
 pytestmark = pytest.mark.timeout(300)  # the real gateway process and a PostgreSQL server of its own
 
-AWAY_SECONDS = 4.0
-"""How long the server stays away: part of the scenario (well inside the retry policy's two minutes)."""
+AWAY_SECONDS = 30.0
+"""How long the server stays away: the issue's 30 s, part of the scenario (inside the retry policy's two minutes)."""
 
 
 @pytest.fixture
