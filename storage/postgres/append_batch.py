@@ -46,8 +46,13 @@ Waiting = tuple[Append, "asyncio.Future[list[MessageRecord]]"]
 class AppendBatcher:
     """Appends queued by ``add`` and written together; ``run(op)`` runs ``op(conn)`` as one retried statement."""
 
-    def __init__(self, run: Run, clock: Callable[[], float], *, in_flight: int = IN_FLIGHT, most: int = MOST) -> None:
+    def __init__(
+        self, run: Run, clock: Callable[[], float], *, in_flight: int = IN_FLIGHT, most: int = MOST,
+        appended: Callable[[int], None] | None = None,
+    ) -> None:  # fmt: skip
         self._run = run
+        self._appended = appended
+        """Told how many messages each statement committed (``storage/postgres/index_upkeep.py``)."""
         self._clock = clock
         self._in_flight = in_flight
         self._most = most
@@ -85,6 +90,8 @@ class AppendBatcher:
             raise
         else:
             _settle(batch, results)
+            if self._appended is not None:
+                self._appended(sum(len(r) for r in results if isinstance(r, list)))
 
 
 def _settle(batch: list[Waiting], results: list[Any]) -> None:

@@ -47,6 +47,7 @@ from storage.postgres import inbox, last_heard, lineage, messages, migrations, o
 from storage.postgres.search import search as search_messages
 from storage.postgres.append_batch import AppendBatcher
 from storage.postgres.connection import Connection
+from storage.postgres.index_upkeep import IndexUpkeep
 from storage.postgres.faults import Trouble, trouble_of
 from storage.postgres.retry import run_with_retry
 from storage.postgres.text import clean
@@ -119,7 +120,10 @@ class PostgresStore:
         self._state = _State.OPEN
         self._tails: dict[Hashable, asyncio.Future[Any]] = {}
         self._running: set[asyncio.Future[Any]] = set()
-        self._appends = AppendBatcher(partial(self._write, what="append", one_statement=True), clock)
+        self._upkeep = IndexUpkeep(partial(self._read, what="index upkeep"))
+        self._appends = AppendBatcher(
+            partial(self._write, what="append", one_statement=True), clock, appended=self._upkeep.appended
+        )
         from storage.postgres.pairing import PostgresPairing  # noqa: PLC0415  (beside this module, uses _write/_read)
 
         self.pairing = PostgresPairing(self._write, self._read)
@@ -184,6 +188,7 @@ class PostgresStore:
         try:
             if self._running:
                 await asyncio.gather(*self._running, return_exceptions=True)
+            await self._upkeep.close()
             await self._pool.close()
         finally:
             self._state = _State.CLOSED

@@ -9,6 +9,7 @@ import pytest
 import pytest_asyncio
 
 from storage import NewMessage, PostgresStore, SessionNotFoundError, Usage, WriteFailedError
+from tests.waiting import eventually
 
 
 @pytest_asyncio.fixture
@@ -60,3 +61,25 @@ async def test_an_append_whose_caller_is_cancelled_still_lands(store: PostgresSt
         await waiting
     await store.append_messages(session.id, [NewMessage("user", "after")])
     assert [m.content for m in await store.load_messages(session.id)] == ["kept", "after"]
+
+
+async def test_the_words_index_pending_entries_are_merged_in_the_background(store: PostgresStore) -> None:
+    """After a burst, the word index's pending list (which every search reads whole) is merged by the store itself,
+    not left for the insert that overflows it or for autovacuum."""
+    async with store._pool.acquire() as conn:  # pgstattuple shows the pending list without touching it
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+
+    async def pending_pages() -> int:
+        async with store._pool.acquire() as conn:
+            return int(await conn.fetchval("SELECT pending_pages FROM pgstatginindex('messages_words')"))
+
+    session = await store.create_session(session_key="telegram:1", platform="telegram", chat_id="1")
+    for batch in range(20):  # 2,000 messages: the upkeep's count, far below the list's 4 MB limit
+        await store.append_messages(session.id, [NewMessage("user", f"burst {batch} word{n} other{n % 7}")
+                                                 for n in range(100)])  # fmt: skip
+
+    async def merged() -> bool:
+        return await pending_pages() == 0
+
+    await eventually(merged, "the pending list to be merged")
+    assert len(await store.search("word42", limit=50)) == 20  # one in each batch
