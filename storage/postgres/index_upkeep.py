@@ -27,8 +27,8 @@ __all__ = ["INDEXES", "IndexUpkeep"]
 
 INDEXES: Final = ("messages_words", "search_vocabulary_trigrams")
 """The GIN indexes with pending lists: the message words and the vocabulary's trigrams."""
-EVERY: Final = 2_000
-"""Messages appended between two merges (about 1 MB of pending word entries for the bench's messages)."""
+EVERY: Final = 1_000
+"""Messages appended between two merges (a few hundred kB of pending word entries for the bench's messages)."""
 
 Run = Callable[[Callable[[Connection], Awaitable[Any]]], Awaitable[Any]]
 

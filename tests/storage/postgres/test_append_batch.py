@@ -74,7 +74,7 @@ async def test_the_words_index_pending_entries_are_merged_in_the_background(stor
             return int(await conn.fetchval("SELECT pending_pages FROM pgstatginindex('messages_words')"))
 
     session = await store.create_session(session_key="telegram:1", platform="telegram", chat_id="1")
-    for batch in range(20):  # 2,000 messages: the upkeep's count, far below the list's 4 MB limit
+    for batch in range(20):  # 2,000 messages: twice the upkeep's count, far below the list's 4 MB limit
         await store.append_messages(session.id, [NewMessage("user", f"burst {batch} word{n} other{n % 7}")
                                                  for n in range(100)])  # fmt: skip
 
