@@ -6,21 +6,25 @@
 
 What differs from the SQLite ``Store`` and why:
 
-* **No writer thread, no group commit.** Each write is one transaction on a pooled connection
-  (asyncpg, prepared statements cached per connection; the pool runs no reset query between
-  uses, which cost p99 53 ms against 35 ms in ``bench.pg_driver``), run until it lands by
-  ``run_with_retry`` (``storage/postgres/retry.py``): a conflict is tried again at once, a server
-  that went away is waited for and logged, anything else raised as ``WriteFailedError``.
+* **No writer thread.** Each write is one transaction on a pooled connection (asyncpg, prepared
+  statements cached per connection; the pool runs no reset query between uses, which cost p99 53 ms
+  against 35 ms in ``bench.pg_driver``), run until it lands by ``run_with_retry``
+  (``storage/postgres/retry.py``): a conflict is tried again at once, a server that went away is
+  waited for and logged, anything else raised as ``WriteFailedError``. Appends, the write a busy
+  gateway makes most, are group-committed instead: the appends waiting at a moment go to the server
+  in a few statements (``storage/postgres/append_batch.py``).
 * **"Queued at the call" is kept per key.** The members the contract says are queued at the call
   (``append_messages``, ``add_usage``, ``inbox_accept``, ``finish_turn``, ``outbox_*``) start their
-  transaction's task at the call and return its future. Writes with the same key (a session, an
-  inbox event, an outbox row) run one after another in call order; writes with different keys run
-  side by side on the pool, which is what a server is for. Across processes, the database orders
-  them: a session's appends lock its row (``SELECT ... FOR UPDATE``) before numbering.
+  write at the call and return its future, shielded from the caller's cancellation. Writes with the
+  same key (a session, an inbox conversation, a turn, an outbox row) run one after another in call
+  order; writes with different keys run side by side on the pool, which is what a server is for.
+  Across processes, the database orders them: an append moves its session's ``last_seq`` under the
+  row's lock before numbering.
 * **Nothing is cached in memory.** Every read asks the server, so what another process committed is
   always seen (the several-gateways issue builds on that); a history load is one indexed query.
-* **Search is indexed as it is written** (a generated ``tsvector`` and a trigram index), so
-  ``index_words`` has nothing to do.
+* **Search is indexed as it is written** (a generated ``tsvector`` and the vocabulary the append
+  statement keeps), so ``index_words`` has nothing to do; the word index's pending entries are merged
+  in the background (``storage/postgres/index_upkeep.py``).
 
 The modules beside this one hold the SQL, one concept each, as functions of a connection.
 """
