@@ -47,7 +47,7 @@ from bench.storage_workload import (
 from gateway import event_loop
 from storage import NewMessage, PostgresStore
 from storage.postgres import vocabulary
-from storage.postgres.store import POOL_SIZE
+from storage.postgres.lifecycle import POOL_SIZE
 from storage.records import media_to_json, tool_calls_to_json
 from tests.fakes.postgres_server import PostgresServer, PostgresUnavailable
 

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from storage import StorageEngine, Store
-from storage.postgres.store import PostgresStore
+from storage import PostgresStore, StorageEngine, Store
 
 Opener = Callable[[], Awaitable[StorageEngine]]
 

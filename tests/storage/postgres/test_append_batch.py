@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import asyncpg
 import pytest
 import pytest_asyncio
 
@@ -63,15 +64,18 @@ async def test_an_append_whose_caller_is_cancelled_still_lands(store: PostgresSt
     assert [m.content for m in await store.load_messages(session.id)] == ["kept", "after"]
 
 
-async def test_the_words_index_pending_entries_are_merged_in_the_background(store: PostgresStore) -> None:
+async def test_the_words_index_pending_entries_are_merged_in_the_background(
+    store: PostgresStore, postgres_dsn: str
+) -> None:
     """After a burst, the word index's pending list (which every search reads whole) is merged by the store itself,
     not left for the insert that overflows it or for autovacuum."""
-    async with store._pool.acquire() as conn:  # pgstattuple shows the pending list without touching it
-        await conn.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
-
-    async def pending_pages() -> int:
-        async with store._pool.acquire() as conn:
+    async def pending_pages() -> int:  # pgstattuple shows the pending list without touching it
+        conn = await asyncpg.connect(postgres_dsn)
+        try:
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
             return int(await conn.fetchval("SELECT pending_pages FROM pgstatginindex('messages_words')"))
+        finally:
+            await conn.close()
 
     session = await store.create_session(session_key="telegram:1", platform="telegram", chat_id="1")
     for batch in range(20):  # 2,000 messages: twice the upkeep's count, far below the list's 4 MB limit
