@@ -31,7 +31,7 @@ from gateway.operations.database_health import cannot_open, database_problem
 from gateway.operations.instance_lock import AlreadyRunning, CannotLock, InstanceLock
 from gateway.turn.memory_scope import search_owner
 from gateway.store_setup import database_name, open_configured_store
-from storage import StorageEngine, StorageError
+from storage import DatabaseInUseError, StorageEngine, StorageError
 
 log = structlog.get_logger("gateway")
 
@@ -95,7 +95,9 @@ async def _serve(
             report_blockers([problem])
             return EXIT_CONFIG
     try:
-        store = await open_configured_store(loaded, wait_for_server=True)
+        store = await open_configured_store(loaded, wait_for_server=True, exclusive=True)
+    except DatabaseInUseError as error:  # another gateway on this PostgreSQL database, as AlreadyRunning on SQLite
+        return refuse_start(error)
     except (StorageError, sqlite3.Error) as error:
         report_blockers([cannot_open(database_name(loaded), error)])
         return EXIT_CONFIG

@@ -20,6 +20,7 @@ from storage.engine.retry import RetryPolicy, is_busy
 from storage.engine.writer import MergePolicy
 from storage.errors import (
     BackupError,
+    DatabaseInUseError,
     Fault,
     InvalidTitleError,
     ReadFailedError,
@@ -68,6 +69,7 @@ __all__ = [
     "CopyError",
     "CopyReport",
     "DatabaseCheck",
+    "DatabaseInUseError",
     "END_COMPRESSION",
     "Fault",
     "FaultSeam",

@@ -4,6 +4,7 @@
     ├── StoreClosedError        the store was closed (or never opened)
     ├── SchemaError
     │   └── SchemaTooNewError   the database was written by a newer build
+    ├── DatabaseInUseError      another gateway runs on the (PostgreSQL) database
     ├── WriteFailedError        a write could not be made durable (carries the sqlite error)
     ├── ReadFailedError         a read failed (carries the sqlite error)
     ├── SessionNotFoundError    no session with that id
@@ -143,6 +144,16 @@ class SchemaTooNewError(SchemaError):
         self.path = path
         self.db_version = db_version
         self.build_version = build_version
+
+
+class DatabaseInUseError(StorageError):
+    """Another gateway holds the database (``storage/postgres/gateway_lock.py``); says who and what to do."""
+
+    def __init__(self, where: str, holder: str) -> None:
+        super().__init__(
+            f"another gateway runs on the database {where}: {holder}. Stop it first (one gateway per database), "
+            f"or point storage.url at a database of this gateway's own"
+        )
 
 
 class WriteFailedError(StorageError):

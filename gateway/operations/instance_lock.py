@@ -7,7 +7,9 @@ exclusive ``flock`` on ``gateway.lock`` in the home and on ``<database>.lock`` b
 the database (``state.db.lock``), both made 0600, until the process ends. The kernel
 drops the locks with the process, also after SIGKILL or a crash: a file left behind
 is no obstacle, only a lock that is held is. Each file holds its holder's pid, host
-and start time, which the refusal quotes.
+and start time, which the refusal quotes. A PostgreSQL database has no file beside it: there
+the store holds the database's gateway lock (``storage/postgres/gateway_lock.py``, an advisory
+lock on a connection of its own), and the refusal names the holder the same way.
 
 The other commands (``backup``, ``sessions``, ``pairing``, ``doctor``) take no lock and
 work beside a running gateway; ``restore`` refuses on its own while the database is open.

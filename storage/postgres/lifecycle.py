@@ -22,6 +22,7 @@ from storage.postgres import migrations
 from storage.postgres.append_batch import AppendBatcher
 from storage.postgres.connection import Connection
 from storage.postgres.faults import Trouble, trouble_of
+from storage.postgres.gateway_lock import hold_gateway_lock
 from storage.postgres.index_upkeep import IndexUpkeep
 from storage.postgres.pairing import PostgresPairing
 from storage.postgres.retry import run_with_retry
@@ -81,6 +82,7 @@ class PostgresLifecycle:
         self._state = _State.OPEN
         self._tails: dict[Hashable, asyncio.Future[Any]] = {}
         self._running: set[asyncio.Future[Any]] = set()
+        self._gateway_lock: asyncpg.Connection | None = None
         self._upkeep = IndexUpkeep(partial(self._read, what="index upkeep"))
         self._appends = AppendBatcher(
             partial(self._write, what="append", one_statement=True), clock, appended=self._upkeep.appended
@@ -98,6 +100,7 @@ class PostgresLifecycle:
         clock: Callable[[], float] = time.time,
         connect_timeout: float = 10.0,
         wait_for_server: bool = False,
+        exclusive: bool = False,
         **connect: Any,
     ) -> Self:
         """Connect to ``url`` (a libpq URL: ``postgresql://user:password@host:port/db?sslmode=...``; asyncpg reads the
@@ -110,7 +113,10 @@ class PostgresLifecycle:
         a running store waits for one that went away: ``storage.retrying`` lines for up to ``retry.outage`` seconds,
         then ``ReadFailedError``. The gateway starts this way, so a gateway that comes up before its database (a
         reboot, a container started first) waits instead of exiting; the CLI does not, so a command fails at once.
-        A refused password or an unknown database is never waited for."""
+        A refused password or an unknown database is never waited for.
+
+        ``exclusive``: hold the database's gateway lock while the store is open (``gateway_lock.py``), as
+        ``switchboard run`` does; ``DatabaseInUseError`` when another gateway holds it."""
 
         async def connect_pool() -> asyncpg.Pool:
             return await asyncpg.create_pool(
@@ -127,15 +133,20 @@ class PostgresLifecycle:
             raise
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncio.TimeoutError) as error:
             raise ReadFailedError(error) from error  # type: ignore[arg-type]
+        lock: asyncpg.Connection | None = None
         try:
             version = await migrations.upgrade(pool)
             async with pool.acquire() as conn:
                 where = await migrations.describe(conn)
+            if exclusive:
+                lock = await hold_gateway_lock(url, where=where, timeout=connect_timeout, connect=connect)
         except BaseException:
             await pool.close()
             raise
         log.info("storage.opened", engine="postgresql", database=where, schema_version=version, pool=pool_size)
-        return cls(pool, where=where, clock=clock, retry=retry)
+        store = cls(pool, where=where, clock=clock, retry=retry)
+        store._gateway_lock = lock
+        return store
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -149,6 +160,8 @@ class PostgresLifecycle:
                 await asyncio.gather(*self._running, return_exceptions=True)
             await self._upkeep.close()
             await self._pool.close()
+            if self._gateway_lock is not None:
+                await self._gateway_lock.close()  # the next gateway may start
         finally:
             self._state = _State.CLOSED
             self._tails.clear()

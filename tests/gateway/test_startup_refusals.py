@@ -173,6 +173,20 @@ async def test_a_gateway_of_another_home_on_the_same_database_refuses(tmp_path: 
         assert re.search(rf"\bpid {first.pid}\b", reason) and str(home / "state.db") in reason, reason
 
 
+async def test_a_gateway_of_another_home_on_the_same_postgresql_database_refuses(
+    tmp_path: Path, model_server: ModelServer, postgres_dsn: str
+) -> None:
+    home, other = tmp_path / "home", tmp_path / "other"
+    config = write_config(home, model_server, {"storage": {"url": postgres_dsn}})
+    other_config = write_config(other, model_server, {"storage": {"url": postgres_dsn}})
+    async with gateway_running(home, config) as first:
+        reason = await refused(other, other_config)
+        assert f"switchboard gateway pid {first.pid} on " in reason and "another gateway runs on the database" in reason
+        assert first.poll() is None, "the first gateway must keep running"
+    async with gateway_running(other, other_config):  # the first stopped: the lock went with it
+        pass
+
+
 async def test_the_lock_of_a_killed_gateway_does_not_keep_the_next_one_out(tmp_path: Path, model_server: ModelServer) -> None:
     home = tmp_path / "home"
     config = write_config(home, model_server)

@@ -8,11 +8,12 @@ a status systemd does not restart on. A CLI command asks once and fails at once,
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 from structlog.testing import capture_logs
 
-from storage import PostgresStore, ReadFailedError
+from storage import DatabaseInUseError, PostgresStore, ReadFailedError
 from tests.fakes.postgres_server import PostgresServer
 from tests.waiting import eventually
 
@@ -44,3 +45,16 @@ async def test_the_gateway_waits_for_a_server_that_is_not_up_yet(postgres: Postg
 async def test_an_unknown_database_is_not_waited_for(postgres_dsn: str) -> None:
     with pytest.raises(ReadFailedError, match="does not exist"):
         await PostgresStore.open(postgres_dsn.rsplit("/", 1)[0] + "/no_such_database", wait_for_server=True)
+
+
+async def test_a_second_gateway_on_the_database_is_refused_until_the_first_stops(postgres_dsn: str) -> None:
+    first = await PostgresStore.open(postgres_dsn, exclusive=True)
+    try:
+        with pytest.raises(DatabaseInUseError, match=rf"switchboard gateway pid {os.getpid()} on .*Stop it first"):
+            await PostgresStore.open(postgres_dsn, exclusive=True)
+        command = await PostgresStore.open(postgres_dsn)  # the CLI beside a running gateway: no lock asked
+        await command.close()
+    finally:
+        await first.close()
+    second = await PostgresStore.open(postgres_dsn, exclusive=True)
+    await second.close()
