@@ -160,8 +160,11 @@ class PostgresLifecycle:
                 await asyncio.gather(*self._running, return_exceptions=True)
             await self._upkeep.close()
             await self._pool.close()
-            if self._gateway_lock is not None:
-                await self._gateway_lock.close()  # the next gateway may start
+            if self._gateway_lock is not None:  # the next gateway may start
+                try:
+                    await self._gateway_lock.close(timeout=5)
+                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+                    self._gateway_lock.terminate()  # a server that went away took the lock with it already
         finally:
             self._state = _State.CLOSED
             self._tails.clear()
