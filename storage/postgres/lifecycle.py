@@ -28,7 +28,7 @@ from storage.postgres.pairing import PostgresPairing
 from storage.postgres.retry import run_with_retry
 from storage.retry_policy import DEFAULT_RETRY, RetryPolicy
 
-__all__ = ["POOL_SIZE", "PostgresLifecycle"]
+__all__ = ["POOL_SIZE", "PostgresLifecycle", "retrieved"]
 
 T = TypeVar("T")
 
@@ -47,7 +47,7 @@ async def _no_reset(connection: object) -> None:
     and nothing else (LISTEN, session settings) is left behind, so the default reset query would be pure cost."""
 
 
-def _retrieved(future: asyncio.Future[Any]) -> None:
+def retrieved(future: asyncio.Future[Any]) -> None:
     """Mark a future's exception as seen: a write queued and never awaited is not an error to report twice."""
     if not future.cancelled():
         future.exception()
@@ -273,12 +273,12 @@ class PostgresLifecycle:
         self._running.add(write)
         write.add_done_callback(lambda done: self._settled(key, done))
         handed = asyncio.shield(write)  # a caller cancelled while it waits does not cancel the write
-        handed.add_done_callback(_retrieved)
+        handed.add_done_callback(retrieved)
         return handed
 
     def _settled(self, key: Hashable, done: asyncio.Future[Any]) -> None:
         self._running.discard(done)
         if self._tails.get(key) is done:
             del self._tails[key]
-        _retrieved(done)  # the caller may never await a write it only queued
+        retrieved(done)  # the caller may never await a write it only queued
 

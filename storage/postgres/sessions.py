@@ -30,13 +30,12 @@ from storage.errors import SessionNotFoundError, TitleInUseError
 from storage.postgres.connection import Connection
 from storage.postgres.text import clean
 from storage.records import SessionRecord, UsageTotals
-from storage.sessions import NewSession, Usage, session_from_row
+from storage.sessions import NewSession, session_from_row
 from storage.titles import clean_title
 
 __all__ = [
     "SESSION_SELECT",
     "TITLE_INDEX",
-    "add_usage",
     "end_session",
     "fetch_session",
     "find_open_session",
@@ -165,28 +164,6 @@ async def set_title(conn: Connection, session_id: str, title: str | None) -> str
     if updated is None:
         raise SessionNotFoundError(session_id)
     return cleaned
-
-
-async def add_usage(conn: Connection, session_id: str, usage: Usage, now: float) -> bool:
-    """Add one model call to the session's counters (``last_prompt_tokens`` replaces) and log it in ``usage``;
-    False when there is no such session (nothing written)."""
-    updated = await conn.fetchval(
-        """UPDATE sessions SET input_tokens = input_tokens + $2, output_tokens = output_tokens + $3,
-               cache_read_tokens = cache_read_tokens + $4, cache_write_tokens = cache_write_tokens + $5,
-               last_prompt_tokens = $6, cost_usd = cost_usd + $7
-           WHERE id = $1 RETURNING 1""",
-        session_id, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
-        usage.last_prompt_tokens, usage.cost_usd,
-    )  # fmt: skip
-    if updated is None:
-        return False
-    await conn.execute(
-        """INSERT INTO usage (session_id, at, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                              cost_usd) VALUES ($1, $2, $3, $4, $5, $6, $7)""",
-        session_id, now, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
-        usage.cost_usd,
-    )  # fmt: skip
-    return True
 
 
 async def usage_since(conn: Connection, *, since: float) -> UsageTotals:

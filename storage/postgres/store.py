@@ -42,9 +42,8 @@ from storage.last_heard import LastHeard
 from storage.ledger import TurnEnd
 from storage.postgres import inbox, last_heard, lineage, messages, outbox, outbox_live, sessions
 from storage.postgres.connection import Connection
-from storage.postgres.lifecycle import PostgresLifecycle
+from storage.postgres.lifecycle import PostgresLifecycle, retrieved
 from storage.postgres.search import search as search_messages
-from storage.postgres.text import clean
 from storage.records import (
     InboxRecord,
     MessageRecord,
@@ -63,6 +62,25 @@ __all__ = ["PostgresStore"]
 
 T = TypeVar("T")
 
+
+def _nothing(write: asyncio.Future[Any]) -> asyncio.Future[None]:
+    """A future that ends as ``write`` does, with None for its result (a usage write answers None, as the contract
+    says); an outcome nobody awaits is not reported as unretrieved."""
+    ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def settle(done: asyncio.Future[Any]) -> None:
+        if ended.done():
+            return
+        if done.cancelled():
+            ended.cancel()
+        elif (error := done.exception()) is not None:
+            ended.set_exception(error)
+        else:
+            ended.set_result(None)
+
+    write.add_done_callback(settle)
+    ended.add_done_callback(retrieved)
+    return ended
 
 
 class PostgresStore(PostgresLifecycle):
@@ -141,17 +159,11 @@ class PostgresStore(PostgresLifecycle):
         ))  # fmt: skip
 
     def add_call_usage(self, session_id: str, usage: Usage) -> Awaitable[None]:
-        """Queued at the call, after the session's writes queued before it; ``SessionNotFoundError`` for an unknown
-        session (nothing written)."""
-
-        async def add(conn: Connection) -> None:
-            if not await sessions.add_usage(conn, clean(session_id), usage, self._clock()):
-                raise SessionNotFoundError(session_id)
-
-        async def write() -> None:
-            await self._write(add, what="add usage")
-
-        return self._queued(("session", session_id), write)
+        """An append of no message carrying ``usage`` (``messages.append_many`` adds the counters and the usage log row
+        in its one statement): queued at the call, after the session's writes queued before it, batched with the other
+        appends; ``SessionNotFoundError`` for an unknown session (nothing written)."""
+        append = messages.Append.of(session_id, (), usage)
+        return _nothing(self._queued_future(("session", session_id), lambda: self._appends.add(append)))
 
     async def usage_since(self, since: float) -> UsageTotals:
         """Every session's model calls at or after ``since`` (epoch seconds), summed."""
