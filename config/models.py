@@ -29,6 +29,7 @@ from config.fields import (
     off_as_written,
 )
 from config.alerts import AlertsConfig
+from config.cluster import ClusterConfig
 from config.liveness import CatchUpConfig, LivenessConfig
 from config.media import MediaConfig
 from config.secret_variables import SecretVariable
@@ -473,6 +474,7 @@ class Settings(Section):
     liveness: LivenessConfig = LivenessConfig()
     catch_up: CatchUpConfig = CatchUpConfig()
     alerts: AlertsConfig = AlertsConfig()
+    cluster: ClusterConfig = ClusterConfig()
 
     @field_validator("alerts")
     @classmethod
@@ -485,6 +487,16 @@ class Settings(Section):
                 {"targets": listing(unknown), "platforms": ", ".join(PlatformsConfig.model_fields)},
             )
         return value
+
+    @model_validator(mode="after")
+    def _cluster_needs_postgresql(self) -> Settings:
+        if self.cluster.enabled and self.storage.location.engine != "postgresql":
+            raise PydanticCustomError(
+                "cluster_engine",
+                "cluster.enabled needs a database every replica shares: set storage.url to a postgresql:// URL "
+                "(a SQLite file belongs to one gateway), or turn cluster.enabled off",
+            )
+        return self
 
 
 PLATFORMS: tuple[str, ...] = tuple(PlatformsConfig.model_fields)

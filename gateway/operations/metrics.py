@@ -198,6 +198,23 @@ class Metrics(Collector):
         self.compaction_streaks: dict[str, int] = {}
         """Per session key: compactions failed in a row (0: the last one worked); read by the alerts."""
         self.disk_free_ratio = Level("switchboard_disk_free_ratio", "Share of the home's file system that is free (0-1)")
+        self.cluster_replicas = Level("switchboard_cluster_replicas", "Replicas alive on the database (cluster mode)")
+        self.cluster_lease_takeovers = Count(
+            "switchboard_cluster_lease_takeovers_total",
+            "Connection leases this replica took from a replica that died or expired, by platform", ["platform"],
+        )
+        self.cluster_claim_waits = Timing(
+            "switchboard_cluster_claim_wait_seconds",
+            "How long a message waited for its conversation's claim to come free on another replica",
+            (0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60),
+        )
+        self.cluster_claim_expiries = Count(
+            "switchboard_cluster_claim_expiries_total",
+            "Conversations this replica took over because the replica working on them died or expired",
+        )
+        self.cluster_reaped = Count(
+            "switchboard_cluster_replicas_reaped_total", "Replicas this one found dead (expired) and removed"
+        )
         self._all: tuple[Count | Level | Levels | Timing, ...] = tuple(
             m for m in vars(self).values() if isinstance(m, Count | Level | Levels | Timing)
         )

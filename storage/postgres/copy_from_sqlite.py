@@ -89,6 +89,7 @@ Row = Mapping[str, Any]
 
 FILLED_BY_STORE: Final[Mapping[tuple[str, str], Callable[[Row], Any]]] = {
     ("sessions", "last_seq"): lambda row: 0,  # set from the copied messages by _derive
+    ("outbox", "claimed_by"): lambda row: None,  # no replica runs yet: every chunk is free for the first to send
 }
 """``(table, column)`` -> how to make the value of a PostgreSQL column that SQLite does not have and that the
 PostgreSQL store writes itself on insert (a generated column needs nothing here). The function gets the SQLite

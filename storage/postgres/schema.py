@@ -320,12 +320,51 @@ _V1_PAIRING_AND_USAGE: Final = (
     "CREATE INDEX usage_by_session ON usage(session_id)",
 )
 
+# Several gateways on one database (``storage/cluster.py`` has the model). A replica's row is its
+# incarnation; deleting it (reaping a dead one, or a clean stop) drops its session claims and frees its
+# leases and outbox chunks through the foreign keys, in that one statement. Fences come from one sequence,
+# so a number never repeats, whatever lease or claim drew it.
+_V2_CLUSTER: Final = (
+    "CREATE SEQUENCE cluster_fence",
+    """CREATE TABLE replicas (
+        id text PRIMARY KEY,
+        name text NOT NULL,
+        host text NOT NULL,
+        pid integer NOT NULL,
+        version text NOT NULL,
+        started_at timestamptz NOT NULL DEFAULT now(),
+        seen_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL,
+        info jsonb NOT NULL DEFAULT '{}'
+    )""",
+    """CREATE TABLE leases (
+        name text PRIMARY KEY,
+        holder text REFERENCES replicas(id) ON DELETE SET NULL,
+        fence bigint NOT NULL,
+        acquired_at timestamptz,
+        takeovers bigint NOT NULL DEFAULT 0,
+        progress text
+    )""",
+    "CREATE INDEX leases_by_holder ON leases(holder)",
+    """CREATE TABLE session_claims (
+        session_key text PRIMARY KEY,
+        holder text NOT NULL REFERENCES replicas(id) ON DELETE CASCADE,
+        fence bigint NOT NULL DEFAULT nextval('cluster_fence'),
+        claimed_at timestamptz NOT NULL DEFAULT now()
+    )""",
+    "CREATE INDEX session_claims_by_holder ON session_claims(holder)",
+    "ALTER TABLE outbox ADD COLUMN claimed_by text REFERENCES replicas(id) ON DELETE SET NULL",
+    "CREATE INDEX outbox_claimed_by ON outbox(claimed_by) WHERE claimed_by IS NOT NULL",
+    "CREATE INDEX inbox_unfinished_by_session ON inbox(session_key, id) WHERE status = 'accepted'",
+)
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(
         1,
         "sessions, messages with word search and a vocabulary, inbox, outbox, pairing and usage",
         (*_V1_CORE, *_V1_GATEWAY, *_V1_PAIRING_AND_USAGE),
     ),
+    Migration(2, "replicas, leases, session claims and outbox claims, for several gateways", _V2_CLUSTER),
 )
 
 LATEST: Final = MIGRATIONS[-1].version

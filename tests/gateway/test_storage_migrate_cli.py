@@ -32,7 +32,7 @@ def test_migrate_copies_the_home_says_what_it_did_and_refuses_a_second_run(tmp_p
     assert done.returncode == 0, done.stderr
     database = postgres_dsn.rsplit("/", 1)[1]
     assert re.search(rf"^Copied {re.escape(str(home / 'state.db'))} \(SQLite, schema version 10\) into "
-                     rf"postgresql://switchboard@127\.0\.0\.1:\d+/{database} \(PostgreSQL, schema version 1\) in \d+\.\d s:$",
+                     rf"postgresql://switchboard@127\.0\.0\.1:\d+/{database} \(PostgreSQL, schema version 2\) in \d+\.\d s:$",
                      done.stdout, re.MULTILINE), done.stdout  # fmt: skip
     lines = done.stdout.splitlines()
     assert lines[1:10] == [

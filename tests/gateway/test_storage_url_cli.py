@@ -72,7 +72,7 @@ def test_doctor_reports_the_server_version_extensions_and_schema(tmp_path: Path,
     done = switchboard("doctor", home=tmp_path, ANTHROPIC_API_KEY="sk-ant-x")
     line = next(line for line in done.stdout.splitlines() if line.split()[1:2] == ["database"])
     assert line.startswith("ok    database  PostgreSQL 15"), done.stdout
-    assert "pg_trgm, unaccent installed" in line and "schema version 1 (current)" in line
+    assert "pg_trgm, unaccent installed" in line and "schema version 2 (current)" in line
     assert "LC_CTYPE" not in line  # the test server's database is C.UTF-8
 
 

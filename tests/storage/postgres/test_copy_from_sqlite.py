@@ -14,6 +14,7 @@ import pytest
 
 from storage import CopyError, NewMessage, PostgresStore, SchemaError, copy_from_sqlite
 from storage.postgres.copy_from_sqlite import COPIED_TABLES, without_password
+from storage.postgres.schema import LATEST
 from storage.postgres.text import NUL_STANDS_IN
 from tests.storage.postgres.sqlite_home import CJK, fill, postgres_rows, sqlite_rows
 
@@ -39,7 +40,7 @@ async def test_every_table_round_trips_with_its_ids_and_new_rows_never_collide(t
     assert await postgres_rows(postgres_dsn) == expected
     assert {t.table: t.rows for t in report.tables} == {table: len(rows) for table, rows in expected.items()}
     assert all(rows for rows in expected.values()), "the home has rows in every table"
-    assert report.source_version == 10 and report.target_version == 1
+    assert report.source_version == 10 and report.target_version == LATEST
     conn = await asyncpg.connect(postgres_dsn)
     try:
         assert await conn.fetchval("SELECT content FROM messages WHERE tool_name = 'run'") == f"the tool printed a{NUL_STANDS_IN}b and stopped"

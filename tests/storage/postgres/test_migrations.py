@@ -21,12 +21,14 @@ from tests.waiting import eventually
 TABLES = {
     "schema_version", "prompts", "sessions", "messages", "inbox", "outbox",
     "pairing_codes", "pairing_approvals", "pairing_failures", "usage", "search_vocabulary",
+    "replicas", "leases", "session_claims",
 }  # fmt: skip
 INDEXES = {
     "sessions_title", "sessions_open_by_key", "sessions_by_parent", "sessions_by_start", "sessions_by_platform",
     "messages_by_platform_id", "messages_words", "search_vocabulary_trigrams", "inbox_unfinished", "inbox_finished",
     "inbox_by_session", "outbox_pending", "outbox_settled", "outbox_live", "pairing_codes_by_user",
     "pairing_failures_by_platform", "usage_by_time", "usage_by_session",
+    "leases_by_holder", "session_claims_by_holder", "outbox_claimed_by", "inbox_unfinished_by_session",
 }  # fmt: skip
 
 
