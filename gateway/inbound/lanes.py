@@ -13,7 +13,8 @@ lane:
 * ``stop()`` cancels the running turn (``/stop``), or drops the messages still
   waiting out the debounce window;
 * ``exclusive()`` holds an idle lane for work that rewrites the session
-  (``/compress``): messages arriving meanwhile queue and run after it.
+  (``/compress``): messages arriving meanwhile queue and run after it;
+* ``abandon()`` cancels every lane at once (a replica that lost its claims in cluster mode).
 
 An idle lane is dropped as soon as its queue is empty, so the lane map never
 grows with the number of sessions ever seen.
@@ -93,6 +94,20 @@ class Lanes(Generic[T]):
     def is_busy(self, key: str) -> bool:
         lane = self._lanes.get(key)
         return lane is not None and lane.turn is not None and not lane.turn.done()
+
+    def idle(self, key: str) -> bool:
+        """Nothing of ``key`` is here: no turn, no message waiting, no ``/compress`` holding it."""
+        return key not in self._lanes
+
+    async def abandon(self) -> int:
+        """Cancel every lane at once, as a shutdown does: running turns stop and their messages, like those still
+        waiting, stay unfinished for whoever routes them next; every lane is forgotten. How many there were."""
+        lanes, self._lanes = list(self._lanes.values()), {}
+        workers = [lane.worker for lane in lanes if lane.worker is not None]
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        return len(lanes)
 
     def submit(self, key: str, item: T) -> None:
         """Queue ``item`` on its session's lane; the lane's worker runs it in order."""
