@@ -17,12 +17,15 @@ before a restart but never settled go through steps 2 - 6 again, in arrival orde
 :meth:`Intake.replay` before new ones are let through. Messages read back after a reconnect
 (``gateway/inbound/catch_up.py``) come in the same way; those sent too long ago to answer only
 pass steps 1, 2 and 4 (:meth:`Intake.accept_unanswered`).
+
+In cluster mode step 1 stays with the replica that received the event, and steps 2 - 6 run on the
+replica holding the session's claim, in arrival order (``gateway/cluster/dispatch.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import structlog
 
@@ -41,6 +44,10 @@ from gateway.tasks import TaskTracker
 from storage import StorageEngine
 
 log = structlog.get_logger("gateway.intake")
+
+Dispatch = Callable[[SessionKey], Awaitable[None]]
+"""Told the session of each message recorded (cluster mode): it routes the session's new messages, here or on
+the replica holding the session's claim."""
 
 
 class Intake:
@@ -75,6 +82,12 @@ class Intake:
         self._bot_username = bot_username
         self._heard = heard
         self._open = asyncio.Event()
+        self._dispatch: Dispatch | None = None
+
+    def dispatch_to(self, dispatch: Dispatch) -> None:
+        """Cluster mode: hand each recorded message to ``dispatch`` (``gateway/cluster/dispatch.py``), which has
+        steps 2 - 6 run by the replica holding the session's claim (:meth:`route`), instead of routing it here."""
+        self._dispatch = dispatch
 
     def open(self) -> None:
         """Let new messages through to the lanes (after :meth:`replay`)."""
@@ -102,8 +115,15 @@ class Intake:
         key = session_key_for(message, group_per_user=self._group_per_user)
         if not await self._record(message, key):
             return False
-        await self._route(message, key, replay=False)
+        if self._dispatch is not None:
+            await self._dispatch(key)
+        else:
+            await self._route(message, key, replay=False)
         return True
+
+    async def route(self, message: InboundMessage, *, replay: bool = False) -> None:
+        """Steps 2 to 6 for a message recorded before (by this replica or another one of the cluster)."""
+        await self._route(message, session_key_for(message, group_per_user=self._group_per_user), replay=replay)
 
     async def accept_unanswered(self, message: InboundMessage) -> bool | None:
         """Record a message that is not to be answered (read back after a reconnect, sent too long ago): no
