@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -71,8 +71,13 @@ class Reply:
 
 
 class InboundLedger:
-    def __init__(self, store: StorageEngine, delivery: Delivery, metrics: Metrics) -> None:
+    def __init__(
+        self, store: StorageEngine, delivery: Delivery, metrics: Metrics, *, fence: Callable[[], None] | None = None
+    ) -> None:
+        """``fence``: raises when this process may no longer settle events (a replica of a cluster whose
+        incarnation expired: another one routes them now); called before every settlement."""
         self._store = store
+        self._fence = fence
         self._delivery = delivery
         self._metrics = metrics
 
@@ -85,6 +90,8 @@ class InboundLedger:
         a blank one); the reply goes to the platform of the first event.
         """
         keys = [_key(event) for event in events]
+        if self._fence is not None:
+            self._fence()
         if reply is None:
             await asyncio.gather(*(self._store.inbox_mark_done(p, e) for p, e in keys))
             rows: list[OutboxRecord] = []

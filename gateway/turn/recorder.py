@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,8 +60,14 @@ class TurnRecorder:
         session: SessionRef,
         progress: ToolProgress | None = None,
         stream: ReplyStream | None = None,
+        *,
+        fence: Callable[[], None] | None = None,
     ) -> None:
+        """``fence``: raises when this process may no longer work on the turn (cluster mode: its replica's
+        incarnation expired, and another replica answers the turn's messages): checked before every write
+        and after every model call, so an expired replica neither writes nor asks the model again."""
         self._store = store
+        self._fence = fence if fence is not None else _unfenced
         self._progress = progress
         self._stream = stream
         self._conversations = conversations
@@ -77,6 +83,7 @@ class TurnRecorder:
             self._stream.text(text)
 
     async def on_message(self, message: ChatMessage) -> None:
+        self._fence()
         await self._store_reply()  # never expected (the answer ends the turn), but never lost either
         if message.role == "assistant" and message.tool_calls:
             if self._progress is not None:
@@ -92,6 +99,7 @@ class TurnRecorder:
     async def _store_reply(self) -> None:
         if self.reply is not None:
             reply, self.reply = self.reply, None
+            self._fence()
             await self._session.settled()
             await self._store.append_messages(reply.session_id, reply.messages, usage=reply.usage)
 
@@ -99,15 +107,18 @@ class TurnRecorder:
         """Write usage still held (a model call whose message never came). A held reply stays held."""
         if self._usage is not None:
             usage, self._usage = self._usage, None
+            self._fence()
             await self._store.add_call_usage((await self._session.settled()).id, usage)
 
     async def on_compaction(self, result: CompressionResult) -> None:
+        self._fence()
         self._metrics.compaction_done(self._session.record.session_key, failed=result.summary_failed)
         await self._store_reply()
         await self.flush()
         self._session.record = await self._conversations.split(await self._session.settled(), result.messages)
 
     async def on_model_call(self, response: ModelResponse, cost_usd: float | None) -> None:
+        self._fence()
         await self._store_reply()
         await self.flush()
         u = response.usage
@@ -122,6 +133,10 @@ class TurnRecorder:
         self._metrics.add_tokens(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)
         if cost_usd:
             self._metrics.cost.inc(amount=cost_usd)
+
+
+def _unfenced() -> None:
+    """A gateway on its own (no cluster): nothing can take its turns away."""
 
 
 def interrupted_tool_results(history: Sequence[ChatMessage]) -> list[ChatMessage]:

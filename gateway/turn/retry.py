@@ -44,6 +44,7 @@ from gateway.operations.logs import bind, short_turn_id, turn_id_for
 from gateway.operations.metrics import Metrics
 from gateway.turn.runner import TURN_FAILED_NOTICE
 from storage import Fault, StorageEngine, StorageError, fault_of
+from storage.cluster import ReplicaExpiredError
 
 log = structlog.get_logger("gateway.turn")
 
@@ -123,6 +124,9 @@ class TurnRetry:
                         await self._run_turn(lane, batch, retry=failures > 0)
                 except asyncio.CancelledError:
                     raise
+                except ReplicaExpiredError as error:  # cluster mode: another replica answers these messages now
+                    log.warning("turn.abandoned", reason=str(error), hint="the replica holding the session answers it")
+                    return
                 except Exception as error:  # noqa: BLE001 - sorted below: the database's fault, or ours
                     failures += 1
                     fault = fault_of(error)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -126,8 +126,12 @@ class TurnRunner:
         tool_progress: bool = True,
         streaming: bool = True,
         refusals: StreamRefusals | None = None,
+        fence: Callable[[], None] | None = None,
     ) -> None:
+        """``fence``: raises when this process may no longer work on its turns (cluster mode: the replica's
+        incarnation expired); the turn's recorder calls it before each write."""
         self._store = store
+        self._fence = fence
         self._conversations = conversations
         self._delivery = delivery
         self._ledger = ledger
@@ -320,7 +324,8 @@ class TurnRunner:
         session = turn.session
         first = turn.first
         agent = self._conversations.agent_session(session.record, turn.conversation.records)
-        recorder = TurnRecorder(self._store, self._conversations, self._metrics, session, turn.progress, turn.stream)
+        recorder = TurnRecorder(self._store, self._conversations, self._metrics, session, turn.progress, turn.stream,
+                                fence=self._fence)  # fmt: skip
         self._metrics.turns_running.inc()
         try:
             async with typing(self._adapters[first.platform], first.chat_id, first.thread_id):
