@@ -7,14 +7,15 @@ Start: build the agent; move aside the global memory files of earlier versions
 (``gateway.turn.memory_scope.move_global_memory``); remember the inbox events a previous run left
 unfinished; start the adapters (one failing never stops the others, but a port that is taken
 stops the whole start), each told whom to report a gap in its connection to; send
-what the outbox still holds; queue the unfinished events in arrival order;
-then let new messages through and start watching the connections for silence
+what the outbox still holds; queue the unfinished events in arrival order (in cluster mode the
+replica joins first, and its scan claims the conversations nobody works on instead:
+``gateway/cluster/dispatch.py``); then let new messages through and start watching the connections for silence
 (``gateway/operations/liveness.py``; a gap or a failed probe catches up: ``gateway/inbound/catch_up.py``).
 
 Stop: stop the liveness monitor and any catch-up; stop intake on every adapter; let running turns finish within the
 drain timeout (what does not finish is resumed on the next start, as are turns
 that were waiting for a failing database: ``gateway/turn/retry.py``); flush the
-outbox; close adapters, /health and storage.
+outbox; leave the cluster (its claims go to the other replicas at once); close adapters, /health and storage.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from agent import Agent
 from config.loader import LoadedConfig
 from gateway.inbound.access import AccessControl
 from gateway.inbound.catch_up import CatchUp
+from gateway.cluster.dispatch import SessionDispatch
+from gateway.cluster.replica import Replica
 from gateway.commands.handlers import CommandHandlers
 from gateway.turn.conversations import Conversations
 from gateway.operations.alerts import Alerts
@@ -60,6 +63,7 @@ from gateway.turn.retry import TurnRetry, TurnRetryPolicy
 from gateway.turn.runner import TurnRunner
 from gateway.operations.version import version
 from storage import InboxRecord, StorageError, StorageEngine
+from storage.cluster import cluster_of
 
 log = structlog.get_logger("gateway")
 
@@ -91,6 +95,9 @@ class Gateway:
         self._agent = agent
         self._tasks = TaskTracker()
         self.metrics = Metrics()
+        cluster = cluster_of(store) if settings.cluster.enabled else None
+        self.replica = Replica(cluster, settings.cluster, self.metrics, version=version()) if cluster else None
+        fence = self.replica.check if self.replica is not None else None
         self._health = HealthServer(self.snapshot, settings.health.host, settings.health.port, metrics=self.metrics,
                                     limits=ListenerLimits.from_config(settings.health))  # fmt: skip
         self._started_at = time.monotonic()
@@ -108,7 +115,7 @@ class Gateway:
         )
         hints = PlatformHints(self._by_platform, settings.agent.platform_hints)
         self.conversations = Conversations(store, agent, settings.sessions, clock=clock, platform_hint=hints)
-        self._ledger = InboundLedger(store, self.delivery, self.metrics)
+        self._ledger = InboundLedger(store, self.delivery, self.metrics, fence=fence)
         self.media = GatewayMedia(loaded)
         media_step = MediaStep(self.media.pipeline, adapters=self._by_platform, delivery=self.delivery,
                                ledger=self._ledger, conversations=self.conversations, metrics=self.metrics)  # fmt: skip
@@ -126,6 +133,7 @@ class Gateway:
             media=media_step,
             tool_progress=settings.gateway.tool_progress,
             streaming=settings.gateway.streaming != "off",
+            fence=fence,
         )
         self.database = DatabaseHealth(database_name(loaded))
         retry_policy = TurnRetryPolicy(notice_after=settings.gateway.database_retry_notice_after,
@@ -158,6 +166,11 @@ class Gateway:
             group_per_user=settings.sessions.group_per_user, bot_username=self._bot_username,
             heard=lambda message: self.liveness.heard(message),  # the monitor is made below: it needs intake
         )  # fmt: skip
+        self.dispatch: SessionDispatch | None = None
+        if cluster is not None and self.replica is not None:  # the claim holder routes a session's messages
+            self.dispatch = SessionDispatch(cluster, self.replica, intake=self.intake, lanes=self.lanes,
+                                            ledger=self._ledger, tracker=self._tasks, metrics=self.metrics)  # fmt: skip
+            self.dispatch.attach()
         self.catch_up = CatchUp(
             store=store, adapters=self._by_platform, intake=self.intake, ledger=self._ledger, delivery=self.delivery,
             metrics=self.metrics, settings=settings.catch_up, clock=time.time,
@@ -189,6 +202,8 @@ class Gateway:
         endpoint cannot listen (the caller shuts down what started)."""
         await asyncio.to_thread(move_global_memory, self._agent.memories.root, self._clock)
         await self._health.start()
+        if self.replica is not None:
+            await self.replica.start()
         unfinished = await self._store.inbox_unfinished()
         started = [adapter for adapter in self._adapters if await self._start_adapter(adapter)]
         running = len(started)
@@ -199,7 +214,9 @@ class Gateway:
         # Old chunks go out in the background, each chat on its own (a platform that is down holds
         # up nobody else); every chat's lock is held first, so a new reply queues behind them.
         await self.delivery.resume(spawn=self._tasks.spawn)
-        await self.intake.replay(await self._replayable(unfinished))
+        replayed = 0
+        if self.dispatch is None:  # in a cluster, the scan claims the sessions nobody works on (another may)
+            replayed = await self.intake.replay(await self._replayable(unfinished))
         self.intake.open()
         self.liveness.start()
         for adapter in started:  # what was sent while the gateway was stopped, where the platform did not keep it
@@ -208,7 +225,7 @@ class Gateway:
         self._housekeeping = asyncio.create_task(self._keep_house(), name="housekeeping")
         log.info(
             "gateway.started", version=version(), adapters=running, of=len(self._adapters),
-            model=self._agent.router.primary.model, context=self._agent.window.tokens, replayed=len(unfinished),
+            model=self._agent.router.primary.model, context=self._agent.window.tokens, replayed=replayed,
             loop=type(asyncio.get_running_loop()).__module__.split(".")[0],
         )  # fmt: skip
         return running
@@ -301,6 +318,8 @@ class Gateway:
             return
         self._stopping = True
         self._retry.stop()  # turns waiting for the database are answered on the next start
+        if self.dispatch is not None:
+            self.dispatch.close()
         drain_timeout = self._loaded.settings.gateway.drain_timeout
         log.info("shutdown.begin", turns_running=self.lanes.running(), queued=self.lanes.queued(),
                  drain_timeout=drain_timeout)  # fmt: skip
@@ -317,6 +336,8 @@ class Gateway:
                         hint="unfinished turns resume on the next start")  # fmt: skip
         await self._quietly(self._flush(drain_timeout), "shutdown.flush_failed", "all")
         await self._quietly(self.alerts.stop(), "alerts.stop_failed", "all")
+        if self.replica is not None:  # leaving frees its claims at once: the other replicas go on with them
+            await self._quietly(self.replica.stop(), "cluster.leave_failed", "all")
         for adapter in self._adapters:
             await self._quietly(adapter.close(), "adapter.close_failed", adapter.platform)
         await self._health.stop()
