@@ -169,7 +169,8 @@ class Gateway:
         self.dispatch: SessionDispatch | None = None
         if cluster is not None and self.replica is not None:  # the claim holder routes a session's messages
             self.dispatch = SessionDispatch(cluster, self.replica, intake=self.intake, lanes=self.lanes,
-                                            ledger=self._ledger, tracker=self._tasks, metrics=self.metrics)  # fmt: skip
+                                            conversations=self.conversations, ledger=self._ledger, tracker=self._tasks,
+                                            metrics=self.metrics)  # fmt: skip
             self.dispatch.attach()
         self.catch_up = CatchUp(
             store=store, adapters=self._by_platform, intake=self.intake, ledger=self._ledger, delivery=self.delivery,

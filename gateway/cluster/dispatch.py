@@ -14,7 +14,8 @@ command (``/stop``, ``/new``, ``/compress``) reaches the lane it acts on whereve
   routed in this holding (a set of event keys, not an id watermark: ids may commit out of order).
   A replica signalled for a session it no longer holds tries to claim it.
 * **Every scan** (``cluster.scan_every``): each held session whose lane went idle is released
-  (the database refuses while events are unfinished: then what is left is routed); every session
+  (the database refuses while events are unfinished: then what is left is routed), and what this
+  replica kept in memory of it is dropped (the next holder may change it); every session
   with unfinished events and no claim - a dead replica's, or one whose signal was lost - is claimed
   and its events routed. There is no start-up replay in cluster mode: the scan does it.
 * **When this replica's incarnation expires** every lane is cancelled (their events stay unfinished)
@@ -38,6 +39,7 @@ from gateway.inbound.ledger import InboundLedger, Outcome
 from gateway.inbound.session_key import SessionKey
 from gateway.keyed_locks import KeyedLocks
 from gateway.operations.metrics import Metrics
+from gateway.turn.conversations import Conversations
 from gateway.tasks import TaskTracker
 from storage import InboxRecord, StorageError
 from storage.cluster import ClusterStorage
@@ -83,6 +85,7 @@ class SessionDispatch:
         *,
         intake: Intake,
         lanes: Lanes[InboundMessage],
+        conversations: Conversations,
         ledger: InboundLedger,
         tracker: TaskTracker,
         metrics: Metrics,
@@ -91,6 +94,7 @@ class SessionDispatch:
         self._replica = replica
         self._intake = intake
         self._lanes = lanes
+        self._conversations = conversations
         self._ledger = ledger
         self._tracker = tracker
         self._metrics = metrics
@@ -150,6 +154,7 @@ class SessionDispatch:
         dropped, self._held = len(self._held), {}
         self._holders_seen = {}
         lanes = await self._lanes.abandon()
+        self._conversations.forget_all()
         log.warning("cluster.dispatch.dropped", sessions=dropped, lanes=lanes,
                     hint="the conversations go on on whichever replica claims them next")  # fmt: skip
 
@@ -187,8 +192,11 @@ class SessionDispatch:
             holding = self._held.get(session)
             if holding is None:
                 return
-            if self._lanes.idle(session) and await self._cluster.release_session(session, holding.fence):
+            if not self._lanes.idle(session):
+                return  # its turn's end brings it back here idle (a signal lost meanwhile is made up for then)
+            if await self._cluster.release_session(session, holding.fence):
                 del self._held[session]
+                await self._conversations.forget(session)  # the next holder may change it: no stale copy here
                 log.debug("cluster.dispatch.released", session_key=session)
                 return
             await self._route_new(session, holding, waited=True)

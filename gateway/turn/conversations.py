@@ -16,7 +16,8 @@ Each open session has an :class:`agent.core.AgentSession` (compressor state,
 cache-TTL advisor) and its history as the agent's messages; for the most
 recently used sessions both are kept, so a turn converts and estimates only
 the messages stored since the previous one, not the whole history. The rest
-are rebuilt from storage when needed.
+are rebuilt from storage when needed. In cluster mode a replica forgets them when it lets go of
+the session (:meth:`Conversations.forget`): another replica may take turns of it meanwhile.
 """
 
 from __future__ import annotations
@@ -149,6 +150,18 @@ class Conversations:
         self._histories.pop(record.id, None)
         log.info("session.split", parent=record.id, child=child.id, messages=len(rest), title=child.title)
         return child
+
+    async def forget(self, key: str) -> None:
+        """Drop what is kept in memory of the open session of ``key`` (another replica may work on it next)."""
+        record = await self._store.find_open_session(key)
+        if record is not None:
+            self._agents.pop(record.id, None)
+            self._histories.pop(record.id, None)
+
+    def forget_all(self) -> None:
+        """Drop what is kept in memory of every session."""
+        self._agents.clear()
+        self._histories.clear()
 
     def agent_session(self, record: SessionRecord, records: Sequence[MessageRecord] = ()) -> AgentSession:
         session = self._agents.get(record.id)
