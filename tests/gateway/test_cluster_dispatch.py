@@ -208,6 +208,7 @@ async def test_the_conversation_of_a_replica_that_died_mid_turn_is_taken_over_by
         await eventually(lambda: replies(telegram_api), "replica b to answer the message", timeout=30)
         assert replies(telegram_api) == ["reply to msg-1"]
         assert b.gateway.metrics.cluster_claim_expiries.totals.get((), 0) == 1
+        assert sum(b.gateway.metrics.cluster_claim_waits.counts) == 1  # msg-1 waited for the dead replica's claim
 
         stuck.gate.set()  # the dead replica's turn gets its answer now: it may not store or send it
         await eventually(lambda: not a.gateway.lanes.running(), "the dead replica's turn to end")
