@@ -15,7 +15,7 @@ replica joins first, and its scan claims the conversations nobody works on inste
 Stop: stop the liveness monitor and any catch-up; stop intake on every adapter; let running turns finish within the
 drain timeout (what does not finish is resumed on the next start, as are turns
 that were waiting for a failing database: ``gateway/turn/retry.py``); flush the
-outbox; leave the cluster (its claims go to the other replicas at once); close adapters, /health and storage.
+outbox; close adapters, /health and storage.
 """
 
 from __future__ import annotations
@@ -62,8 +62,7 @@ from gateway.tasks import TaskTracker
 from gateway.turn.retry import TurnRetry, TurnRetryPolicy
 from gateway.turn.runner import TurnRunner
 from gateway.operations.version import version
-from storage import InboxRecord, StorageError, StorageEngine
-from storage.cluster import cluster_of
+from storage import InboxRecord, StorageError, StorageEngine, cluster_of
 
 log = structlog.get_logger("gateway")
 
@@ -95,14 +94,15 @@ class Gateway:
         self._agent = agent
         self._tasks = TaskTracker()
         self.metrics = Metrics()
-        cluster = cluster_of(store) if settings.cluster.enabled else None
-        self.replica = Replica(cluster, settings.cluster, self.metrics, version=version()) if cluster else None
-        fence = self.replica.check if self.replica is not None else None
         self._health = HealthServer(self.snapshot, settings.health.host, settings.health.port, metrics=self.metrics,
                                     limits=ListenerLimits.from_config(settings.health))  # fmt: skip
         self._started_at = time.monotonic()
         self._stopping = False
         self._housekeeping: asyncio.Task[None] | None = None
+        shared = cluster_of(store) if settings.cluster.enabled else None
+        self.replica = Replica(shared, settings.cluster, self.metrics, version=version()) if shared is not None else None
+        """This process as one of several gateways on the database (``cluster.enabled``), else None."""
+        fence = self.replica.check if self.replica is not None else None
         self.delivery = Delivery(
             store,
             self._by_platform,
@@ -167,8 +167,8 @@ class Gateway:
             heard=lambda message: self.liveness.heard(message),  # the monitor is made below: it needs intake
         )  # fmt: skip
         self.dispatch: SessionDispatch | None = None
-        if cluster is not None and self.replica is not None:  # the claim holder routes a session's messages
-            self.dispatch = SessionDispatch(cluster, self.replica, intake=self.intake, lanes=self.lanes,
+        if shared is not None and self.replica is not None:  # the claim holder routes a session's messages
+            self.dispatch = SessionDispatch(shared, self.replica, intake=self.intake, lanes=self.lanes,
                                             conversations=self.conversations, ledger=self._ledger, tracker=self._tasks,
                                             metrics=self.metrics)  # fmt: skip
             self.dispatch.attach()
@@ -337,13 +337,13 @@ class Gateway:
                         hint="unfinished turns resume on the next start")  # fmt: skip
         await self._quietly(self._flush(drain_timeout), "shutdown.flush_failed", "all")
         await self._quietly(self.alerts.stop(), "alerts.stop_failed", "all")
-        if self.replica is not None:  # leaving frees its claims at once: the other replicas go on with them
-            await self._quietly(self.replica.stop(), "cluster.leave_failed", "all")
         for adapter in self._adapters:
             await self._quietly(adapter.close(), "adapter.close_failed", adapter.platform)
         await self._health.stop()
         await self._quietly(self.media.aclose(), "media.close_failed", "all")
         await self._agent.aclose()
+        if self.replica is not None:  # last: what it held falls free for the others only now
+            await self._quietly(self.replica.stop(), "cluster.stop_failed", "all")
         await self._store.close()
         log.info("shutdown.done", finished=drained.finished, cancelled=drained.cancelled)
 

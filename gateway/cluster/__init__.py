@@ -1,1 +1,5 @@
-"""Cluster mode: several gateway processes (replicas) on one PostgreSQL database (``storage/cluster.py``)."""
+"""Several gateways (replicas) on one PostgreSQL database: this process's part in the cluster.
+
+``replica.py`` is this process's incarnation (heartbeat, signals, scans); the parts that share the work
+hang off it. The shared state itself is the storage engine's (``storage/cluster.py``).
+"""

@@ -86,6 +86,17 @@ async def start_replica(
         yield start
 
 
+async def die(replica: Replica) -> None:
+    """The replica's process is killed, as far as the cluster can tell: it stops beating, scanning and listening, and
+    never leaves (its gateway object stays, as a process frozen for good would: its turn may still try to answer)."""
+    cluster = replica.gateway.replica
+    assert cluster is not None
+    for task in cluster._tasks:
+        task.cancel()
+    await asyncio.gather(*cluster._tasks, return_exceptions=True)
+    await cluster._listener.close()
+
+
 def answer_naming_the_message(record: RequestRecord) -> Text:
     words = WORD.findall(record.last_user_text)
     return Text(f"reply to {words[-1] if words else 'nothing'}")
@@ -202,8 +213,7 @@ async def test_the_conversation_of_a_replica_that_died_mid_turn_is_taken_over_by
 
         await a.receive(telegram_api, 1, "msg-1")
         await eventually(lambda: turn_requests(stuck), "the turn to ask the model, on replica a")
-        assert a.gateway.replica is not None
-        await a.gateway.replica.halt()  # it stops beating without leaving: dead, as far as the cluster can tell
+        await die(a)
 
         await eventually(lambda: replies(telegram_api), "replica b to answer the message", timeout=30)
         assert replies(telegram_api) == ["reply to msg-1"]
