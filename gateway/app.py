@@ -235,16 +235,8 @@ class Gateway:
         """The inbox rows left over from before the restart, as messages; a row that no longer reads as one
         (stored by an older version that let a wrong type through) is logged, marked done and left out,
         so it cannot stop every start."""
-        messages: list[InboundMessage] = []
-        for record in unfinished:
-            try:
-                messages.append(InboundMessage.from_dict(record.payload))
-            except (KeyError, TypeError, ValueError) as error:
-                log.warning("inbound.replay_rejected", platform=record.platform, event_id=record.event_id,
-                            reason=f"{type(error).__name__}: {error}"[:300],
-                            hint="this stored message is not answered; everything else is")  # fmt: skip
-                await self._ledger.settle([(record.platform, record.event_id)], Outcome.GIVEN_UP)
-        return messages
+        messages = [await self._ledger.read_back(record) for record in unfinished]
+        return [message for message in messages if message is not None]
 
     async def _start_adapter(self, adapter: Adapter) -> bool:
         adapter.on_gap = partial(self.liveness.gap, adapter.platform)

@@ -35,7 +35,7 @@ import structlog
 from adapters.contract import InboundMessage
 from gateway.inbound.intake import Intake
 from gateway.inbound.lanes import Lanes
-from gateway.inbound.ledger import InboundLedger, Outcome
+from gateway.inbound.ledger import InboundLedger
 from gateway.inbound.session_key import SessionKey
 from gateway.keyed_locks import KeyedLocks
 from gateway.operations.metrics import Metrics
@@ -211,7 +211,7 @@ class SessionDispatch:
             if self._held.get(session) is not holding or not self._replica.alive():
                 return  # the claim was lost meanwhile (this incarnation expired): its next holder routes the rest
             holding.routed.add((record.platform, record.event_id))
-            message = await self._message(record)
+            message = await self._ledger.read_back(record)
             if message is None:
                 continue
             if waited:
@@ -221,17 +221,6 @@ class SessionDispatch:
             except Exception:
                 holding.routed.discard((record.platform, record.event_id))  # the next scan tries it again
                 raise
-
-    async def _message(self, record: InboxRecord) -> InboundMessage | None:
-        """The stored event as a message; a row that does not read as one is given up (logged), as at a restart."""
-        try:
-            return InboundMessage.from_dict(record.payload)
-        except (KeyError, TypeError, ValueError) as error:
-            log.warning("inbound.replay_rejected", platform=record.platform, event_id=record.event_id,
-                        reason=f"{type(error).__name__}: {error}"[:300],
-                        hint="this stored message is not answered; everything else is")  # fmt: skip
-            await self._ledger.settle([(record.platform, record.event_id)], Outcome.GIVEN_UP)
-            return None
 
     @staticmethod
     async def _quietly(step: Any, session: str) -> None:

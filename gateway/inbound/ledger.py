@@ -32,7 +32,7 @@ import structlog
 from adapters.contract import InboundMessage
 from gateway.delivery.outbox import Delivery
 from gateway.operations.metrics import Metrics
-from storage import MessageAppend, OutboxRecord, StorageEngine, TurnEnd
+from storage import InboxRecord, MessageAppend, OutboxRecord, StorageEngine, TurnEnd
 
 log = structlog.get_logger("gateway.inbound")
 
@@ -106,6 +106,18 @@ class InboundLedger:
             self._metrics.settled.inc(event_platform, outcome.value)
             log.debug("inbound.settled", outcome=outcome.value, platform=event_platform, event_id=event_id)
         return rows
+
+    async def read_back(self, record: InboxRecord) -> InboundMessage | None:
+        """A stored event as the message it was; one that no longer reads as one (stored by an older version that
+        let a wrong type through) is logged and settled ``given_up`` (None), so it cannot hold up the rest."""
+        try:
+            return InboundMessage.from_dict(record.payload)
+        except (KeyError, TypeError, ValueError) as error:
+            log.warning("inbound.replay_rejected", platform=record.platform, event_id=record.event_id,
+                        reason=f"{type(error).__name__}: {error}"[:300],
+                        hint="this stored message is not answered; everything else is")  # fmt: skip
+            await self.settle([(record.platform, record.event_id)], Outcome.GIVEN_UP)
+            return None
 
 
 def _key(event: Event) -> tuple[str, str]:
