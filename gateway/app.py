@@ -167,8 +167,8 @@ class Gateway:
             heard=lambda message: self.liveness.heard(message),  # the monitor is made below: it needs intake
         )  # fmt: skip
         self.dispatch: SessionDispatch | None = None
-        if shared is not None and self.replica is not None:  # the claim holder routes a session's messages
-            self.dispatch = SessionDispatch(shared, self.replica, intake=self.intake, lanes=self.lanes,
+        if self.replica is not None:  # the replica holding a session's claim routes its messages
+            self.dispatch = SessionDispatch(self.replica, intake=self.intake, lanes=self.lanes,
                                             conversations=self.conversations, ledger=self._ledger, tracker=self._tasks,
                                             metrics=self.metrics)  # fmt: skip
             self.dispatch.attach()

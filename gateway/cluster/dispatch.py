@@ -26,13 +26,14 @@ command (``/stop``, ``/new``, ``/compress``) reaches the lane it acts on whereve
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 
 from adapters.contract import InboundMessage
+from gateway.cluster.replica import Replica
 from gateway.inbound.intake import Intake
 from gateway.inbound.lanes import Lanes
 from gateway.inbound.ledger import InboundLedger
@@ -42,7 +43,6 @@ from gateway.operations.metrics import Metrics
 from gateway.turn.conversations import Conversations
 from gateway.tasks import TaskTracker
 from storage import InboxRecord, StorageError
-from storage.cluster import ClusterStorage
 
 log = structlog.get_logger("gateway.cluster.dispatch")
 
@@ -50,23 +50,6 @@ SIGNAL = "inbox"
 """The signal a replica sends the holder of a session it recorded an event of (``{"key": session key}``)."""
 CLAIM_TRIES = 3
 """Claim, or find the live holder, at most this often after recording (the holder may let go in between)."""
-
-
-class ReplicaView(Protocol):
-    """What dispatch needs of this process's replica (``gateway/cluster/replica.py``)."""
-
-    @property
-    def id(self) -> str: ...
-
-    def alive(self) -> bool: ...
-
-    def on_signal(self, kind: str, handler: Callable[[dict[str, Any]], Any]) -> None: ...
-
-    async def signal(self, kind: str, to: str | None = None, **fields: Any) -> None: ...
-
-    def on_scan(self, handler: Callable[[], Any]) -> None: ...
-
-    def on_expired(self, handler: Callable[[], Any]) -> None: ...
 
 
 @dataclass
@@ -80,8 +63,7 @@ class _Holding:
 class SessionDispatch:
     def __init__(
         self,
-        cluster: ClusterStorage,
-        replica: ReplicaView,
+        replica: Replica,
         *,
         intake: Intake,
         lanes: Lanes[InboundMessage],
@@ -90,7 +72,7 @@ class SessionDispatch:
         tracker: TaskTracker,
         metrics: Metrics,
     ) -> None:
-        self._cluster = cluster
+        self._cluster = replica.storage
         self._replica = replica
         self._intake = intake
         self._lanes = lanes
@@ -110,14 +92,11 @@ class SessionDispatch:
         self._replica.on_signal(SIGNAL, self._signalled)
         self._replica.on_scan(self.scan)
         self._replica.on_expired(self.expired)
+        self._replica.report("sessions_claimed", lambda: len(self._held))
 
     def close(self) -> None:
         """The gateway stops: take on no other session (those held are finished or left for the others)."""
         self._closing = True
-
-    def held(self) -> list[str]:
-        """The session keys whose claims this replica holds."""
-        return list(self._held)
 
     async def recorded(self, key: SessionKey) -> None:
         """An event of ``key`` was recorded here: route it here, or tell the replica holding the session."""
@@ -214,7 +193,7 @@ class SessionDispatch:
             message = await self._ledger.read_back(record)
             if message is None:
                 continue
-            if waited:
+            if waited:  # received_at is the receiving replica's clock: hosts of a cluster keep theirs in sync (NTP)
                 self._metrics.cluster_claim_waits.observe(max(0.0, now - record.received_at))
             try:
                 await self._intake.route(message)
