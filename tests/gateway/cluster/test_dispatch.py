@@ -140,26 +140,29 @@ async def test_commands_sent_to_one_replica_act_on_the_turn_running_on_the_other
     model_server.gate = asyncio.Event()  # the model answers nothing until the test lets it
     a, b = await start_replica("a"), await start_replica("b")
 
-    await a.receive(telegram_api, 1, "msg-1 a long question")
-    await eventually(lambda: turn_requests(model_server), "the turn to ask the model, on replica a")
-
     async def command(update_id: int, text: str) -> str:
         before = len(replies(telegram_api))
         await b.receive(telegram_api, update_id, text)
         await eventually(lambda: len(replies(telegram_api)) > before, f"an answer to {text}")
         return replies(telegram_api)[-1]
 
+    await a.receive(telegram_api, 1, "msg-1 a long question")
+    await eventually(lambda: turn_requests(model_server), "the turn of msg-1 to ask the model, on replica a")
     assert "Now: answering now" in await command(2, "/status")
     assert await command(3, "/compress") == "I'm in the middle of a reply; send /compress again when it's done."
     assert await command(4, "/stop") == (
         "Stopped. Anything I had already said or saved stays; send a new message when you're ready."
     )
-    assert a.gateway.lanes.running() == 0
-    model_server.gate.set()
-    await eventually(lambda: all(not r.gateway.lanes.running() for r in (a, b)), "no turn left running")
-    await a.receive(telegram_api, 5, "msg-5")  # the chat goes on, and the stopped turn's answer never comes
-    await eventually(lambda: len(replies(telegram_api)) >= 4, "the reply to msg-5")
-    assert replies(telegram_api)[3:] == ["reply to msg-5"]
+    await a.receive(telegram_api, 5, "msg-5")
+    await eventually(lambda: len(turn_requests(model_server)) == 2, "the turn of msg-5 to ask the model, on replica a")
+    assert await command(6, "/new") == "Started a new conversation; I've set the earlier one aside. What's next?"
+
+    await eventually(lambda: not any(r.gateway.lanes.running() for r in (a, b)), "no turn left running")
+    model_server.gate.set()  # the stopped turns' answers would come now, were they still running
+    await a.receive(telegram_api, 7, "msg-7")
+    await eventually(lambda: len(replies(telegram_api)) >= 5, "the reply to msg-7")
+    assert replies(telegram_api)[4:] == ["reply to msg-7"]
+    assert [WORD.findall(r.last_user_text)[-1] for r in turn_requests(model_server)] == ["msg-1", "msg-5", "msg-7"]
 
 
 async def test_messages_sent_to_two_replicas_within_the_debounce_window_make_one_turn(
