@@ -33,6 +33,8 @@ from agent import Agent
 from config.loader import LoadedConfig
 from gateway.inbound.access import AccessControl
 from gateway.inbound.catch_up import CatchUp
+from gateway.cluster.outbox_claims import pick_up_left_chunks
+from gateway.cluster.replica import Replica
 from gateway.commands.handlers import CommandHandlers
 from gateway.turn.conversations import Conversations
 from gateway.operations.alerts import Alerts
@@ -59,7 +61,7 @@ from gateway.tasks import TaskTracker
 from gateway.turn.retry import TurnRetry, TurnRetryPolicy
 from gateway.turn.runner import TurnRunner
 from gateway.operations.version import version
-from storage import InboxRecord, StorageError, StorageEngine
+from storage import InboxRecord, StorageError, StorageEngine, cluster_of
 
 log = structlog.get_logger("gateway")
 
@@ -96,6 +98,9 @@ class Gateway:
         self._started_at = time.monotonic()
         self._stopping = False
         self._housekeeping: asyncio.Task[None] | None = None
+        cluster = cluster_of(store) if settings.cluster.enabled else None
+        self.replica = None if cluster is None else Replica(cluster, settings.cluster, self.metrics, version=version())
+        """This gateway as one of several on the database (``cluster.enabled``), else None."""
         self.delivery = Delivery(
             store,
             self._by_platform,
@@ -105,7 +110,10 @@ class Gateway:
                 name: section.stream_edit_interval for name, section in settings.platforms.sections()
                 if section.stream_edit_interval is not None
             }),
+            may_send=self.replica.alive if self.replica is not None else lambda: True,
         )
+        if self.replica is not None:
+            pick_up_left_chunks(self.replica, self.delivery, self._tasks.spawn)
         hints = PlatformHints(self._by_platform, settings.agent.platform_hints)
         self.conversations = Conversations(store, agent, settings.sessions, clock=clock, platform_hint=hints)
         self._ledger = InboundLedger(store, self.delivery, self.metrics)
@@ -189,6 +197,8 @@ class Gateway:
         endpoint cannot listen (the caller shuts down what started)."""
         await asyncio.to_thread(move_global_memory, self._agent.memories.root, self._clock)
         await self._health.start()
+        if self.replica is not None:
+            await self.replica.start()  # first: what the store claims from here on is this incarnation's
         unfinished = await self._store.inbox_unfinished()
         started = [adapter for adapter in self._adapters if await self._start_adapter(adapter)]
         running = len(started)
@@ -316,6 +326,8 @@ class Gateway:
             log.warning("shutdown.drain_timeout", finished=drained.finished, cancelled=drained.cancelled,
                         hint="unfinished turns resume on the next start")  # fmt: skip
         await self._quietly(self._flush(drain_timeout), "shutdown.flush_failed", "all")
+        if self.replica is not None:  # what is left unsent falls free for the other replicas at once
+            await self._quietly(self.replica.stop(), "cluster.stop_failed", "all")
         await self._quietly(self.alerts.stop(), "alerts.stop_failed", "all")
         for adapter in self._adapters:
             await self._quietly(adapter.close(), "adapter.close_failed", adapter.platform)
