@@ -142,3 +142,13 @@ async def test_a_replica_frozen_past_its_expiry_sends_nothing_and_another_sends_
 
 async def _count(scans: list[None]) -> None:
     scans.append(None)
+
+
+async def test_a_reply_a_pickup_sent_first_is_not_sent_again_by_its_turn(replicas, telegram_api: TelegramAPI) -> None:
+    """A scan's pickup lists the replica's own pending rows too: one may be a reply its turn is about to deliver."""
+    a = await replicas("gw-a", SLOW_BEATS)
+    rows = await a.store.finish_turn(reply("telegram:1", ["only once"]))
+    await a.delivery.resume()  # the pickup came first ...
+    [(_, message_id)] = await a.delivery.deliver(rows)  # ... then the turn hands over its rows as queued
+    assert shown(telegram_api) == ["only once"]
+    assert message_id == str(telegram_api.sent_to(CAROL.id)[0].message_id)
