@@ -5,11 +5,9 @@ expiry sends nothing when it wakes."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
-import asyncpg
 import pytest_asyncio
 
 from adapters.contract import InboundMessage
@@ -23,22 +21,14 @@ from gateway.tasks import TaskTracker
 from storage import OutboxChunk, PostgresStore, TurnEnd
 from tests.fakes.telegram_api import TelegramAPI
 from tests.fakes.telegram_api.builders import Chat, User
+from tests.gateway.cluster.test_replica import Frozen
+from tests.storage.postgres.test_cluster import expire
 from tests.waiting import eventually
 
 FAST = ClusterConfig(enabled=True, heartbeat_every=0.2, expire_after=1.0, scan_every=0.2)
 SLOW_BEATS = ClusterConfig(enabled=True, heartbeat_every=5.0, expire_after=15.0, scan_every=5.0)
 """A replica whose heartbeat task sleeps long enough that a test freezes it in between."""
 CAROL = User(id=3003, first_name="Carol")
-
-
-class Frozen:
-    """A monotonic clock a test pushes forward, as a SIGSTOP of the process past its expiry would."""
-
-    def __init__(self) -> None:
-        self.skipped = 0.0
-
-    def __call__(self) -> float:
-        return time.monotonic() + self.skipped
 
 
 async def no_intake(message: InboundMessage) -> None:
@@ -85,14 +75,6 @@ def reply(turn_id: str, texts: list[str]) -> TurnEnd:
     return TurnEnd(turn_id, "telegram", str(CAROL.id), None, [OutboxChunk(text=t) for t in texts])
 
 
-async def expire(dsn: str, replica: str) -> None:
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute("UPDATE replicas SET expires_at = now() - interval '1 second' WHERE id = $1", replica)
-    finally:
-        await conn.close()
-
-
 def shown(telegram_api: TelegramAPI) -> list[str]:
     return [m.text for m in telegram_api.sent_to(CAROL.id)]
 
@@ -109,7 +91,7 @@ async def test_a_dead_replicas_chunks_are_sent_once_by_another_after_it_is_reape
     await eventually(lambda: len(scans) >= 5, "B scanned a few times")
     assert shown(telegram_api) == [], "A lives: its chunks are not B's to send"
 
-    await expire(postgres_dsn, a.replica.id)  # A stopped beating (killed)
+    await expire(a.store, postgres_dsn)  # A stopped beating (killed)
     await telegram_api.wait_sent(2)
     settled = len(scans)
     await eventually(lambda: len(scans) >= settled + 5, "B scanned a few times more")
@@ -126,7 +108,7 @@ async def test_a_replica_frozen_past_its_expiry_sends_nothing_and_another_sends_
     clock = Frozen()
     a = await replicas("gw-a", SLOW_BEATS, clock)
     rows = await a.store.finish_turn(reply("telegram:1", ["the answer"]))
-    await expire(postgres_dsn, a.replica.id)  # the server gave up on A ...
+    await expire(a.store, postgres_dsn)  # the server gave up on A ...
     clock.skipped = 60.0  # ... while A slept through it; its turn now wakes and delivers
     assert not a.delivery.may_send()
     assert await a.delivery.deliver(rows) == [(rows[0], None)]

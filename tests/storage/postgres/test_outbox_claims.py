@@ -11,6 +11,7 @@ import pytest
 import pytest_asyncio
 
 from storage import OutboxChunk, PostgresStore, ReplicaExpiredError, TurnEnd
+from tests.storage.postgres.test_cluster import expire
 
 
 @pytest_asyncio.fixture
@@ -28,16 +29,6 @@ async def two(postgres_dsn: str) -> AsyncIterator[tuple[PostgresStore, PostgresS
 
 def reply(turn_id: str, chat_id: str, texts: list[str]) -> TurnEnd:
     return TurnEnd(turn_id, "telegram", chat_id, None, [OutboxChunk(text=t) for t in texts])
-
-
-async def expire(store: PostgresStore, dsn: str) -> None:
-    """``store``'s incarnation expires now (it stopped beating: frozen, or killed)."""
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute("UPDATE replicas SET expires_at = now() - interval '1 second' WHERE id = $1",
-                           store.cluster.replica)  # fmt: skip
-    finally:
-        await conn.close()
 
 
 async def claimed_by(dsn: str) -> dict[str, str | None]:
