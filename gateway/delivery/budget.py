@@ -66,6 +66,12 @@ class _Window:
         if self._calls and self._calls[-1] < now:
             self._calls[-1] = now
 
+    def resized(self, rate: Rate | None) -> _Window:
+        """The same calls counted against another ``rate`` (the newest ones, as many as it holds)."""
+        window = _Window(rate or self.rate)
+        window._calls.extend(self._calls)
+        return window
+
     def idle(self, now: float) -> bool:
         """Whether the window no longer holds back anything."""
         return not self._calls or self._calls[-1] + self.rate.per + MARGIN <= now
@@ -118,6 +124,19 @@ class ChatBudget:
         self._platforms: dict[str, _Platform] = {}
         self._tickets = itertools.count()
         self._sweep_at = _SWEEP_AT
+        self._share = 1
+
+    def share_with(self, replicas: int) -> None:
+        """Several gateways (a cluster) send for the same bots: each keeps to its part of every platform's overall
+        rate (``count // replicas``, at least one call), so together they stay inside it. Chats keep their own rate:
+        a chat's sessions run on one replica at a time (a group with a session per user may be the exception)."""
+        share = max(1, replicas)
+        if share == self._share:
+            return
+        self._share = share
+        for platform, state in self._platforms.items():
+            if state.overall is not None:
+                state.overall = state.overall.resized(self._overall_rate(platform))
 
     def add_sender(self, sender: Adapter) -> None:
         """Keep the rates of one more sender (``Delivery.add_sender``)."""
@@ -254,9 +273,15 @@ class ChatBudget:
     def _platform(self, platform: str) -> _Platform:
         state = self._platforms.get(platform)
         if state is None:
-            overall = self._adapters[platform].capabilities.rates.overall
+            overall = self._overall_rate(platform)
             state = self._platforms[platform] = _Platform(_Window(overall) if overall else None)
         return state
+
+    def _overall_rate(self, platform: str) -> Rate | None:
+        overall = self._adapters[platform].capabilities.rates.overall
+        if overall is None or self._share == 1:
+            return overall
+        return Rate(max(1, overall.count // self._share), overall.per)
 
     def _forget_idle(self) -> None:
         now = self._clock()

@@ -91,6 +91,20 @@ async def test_many_chats_together_keep_to_the_platform_s_overall_rate(store: St
     assert len(times) == 10 and most_in_any_window(times, 1.0) == 3
 
 
+async def test_a_replica_of_three_keeps_to_a_third_of_the_overall_rate(store: Store) -> None:
+    """Three gateways send for one bot (cluster mode): each keeps to its part, so together they keep to the rate."""
+    time = FakeTime()
+    adapter = TimedAdapter(time, RateLimits(per_chat=Rate(100, 1.0), overall=Rate(30, 1.0)))
+    delivery = delivery_for(store, adapter)
+    await say(delivery, "c0", "before the others joined", "t0")
+    delivery.budget.share_with(3)
+    await asyncio.gather(*(say(delivery, f"c{n}", "hello", f"t{n}") for n in range(1, 40)))
+    assert most_in_any_window(adapter.times()[1:], 1.0) == 10
+    delivery.budget.share_with(1)  # the others left: the whole rate again
+    await asyncio.gather(*(say(delivery, f"d{n}", "hello", f"u{n}") for n in range(60)))
+    assert most_in_any_window(adapter.times()[40:], 1.0) == 30
+
+
 async def test_a_429_holds_back_its_chat_for_the_time_asked_and_no_other(store: Store) -> None:
     time = FakeTime()
     adapter = TimedAdapter(time, RateLimits(per_chat=Rate(5, 1.0)))
