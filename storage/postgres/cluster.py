@@ -52,11 +52,25 @@ _LEASE_COLUMNS: Final = (
 _CLAIM_COLUMNS: Final = f"session_key, holder, fence, {_epoch('claimed_at')}"
 
 
+HELD_IDLE_MS: Final = 3000
+"""How long a transaction holding its replica's row may sit idle (its process frozen, or cut off) before the server
+ends it: until then the reap skips that replica, and its leases and conversations cannot move."""
+
+
 async def hold_alive(conn: Connection, replica: str) -> None:
     """Inside a transaction: lock ``replica``'s row against a reap until the commit, or raise ``ReplicaExpiredError``
-    when it expired (or is gone)."""
+    when it expired (or is gone). The transaction may not sit idle longer than :data:`HELD_IDLE_MS`: a process frozen
+    in the middle of it would hold the lock (and its work) for as long as it stays frozen."""
+    await conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = {HELD_IDLE_MS}")
     if await conn.fetchval("SELECT 1 FROM replicas WHERE id = $1 AND expires_at > now() FOR KEY SHARE", replica) is None:
         raise ReplicaExpiredError(replica)
+
+
+_REAP: Final = (
+    "DELETE FROM replicas WHERE id IN (SELECT id FROM replicas WHERE expires_at < now() {only} "
+    "FOR UPDATE SKIP LOCKED) RETURNING id"
+)
+"""Delete expired replicas, skipping one whose fenced write is still open (a later reap gets it)."""
 
 
 def _replica(row: asyncpg.Record) -> ReplicaRecord:
@@ -129,7 +143,7 @@ class PostgresCluster:
 
     async def reap(self) -> list[str]:
         async def delete(conn: Connection) -> list[str]:
-            rows = await conn.fetch("DELETE FROM replicas WHERE expires_at < now() RETURNING id")
+            rows = await conn.fetch(_REAP.format(only=""))
             return [row[0] for row in rows]
 
         return await self._store._write(delete, what="cluster reap", one_statement=True)
@@ -155,7 +169,8 @@ class PostgresCluster:
                     return await self._lease_row(conn, name)
                 if row[1]:
                     return None  # a live replica holds it
-                await conn.execute("DELETE FROM replicas WHERE id = $1 AND expires_at < now()", row[0])
+                if not await conn.fetch(_REAP.format(only="AND id = $1"), row[0]):
+                    return None  # dead, but its last write is still open: a later try takes it
             await conn.execute(
                 "INSERT INTO leases AS l (name, holder, fence, acquired_at, released) "
                 "VALUES ($1, $2, nextval('cluster_fence'), now(), false) "
@@ -232,7 +247,8 @@ class PostgresCluster:
                     return _claim(held)
                 if held[4]:
                     return None  # a live replica holds it
-                await conn.execute("DELETE FROM replicas WHERE id = $1 AND expires_at < now()", held[1])
+                if not await conn.fetch(_REAP.format(only="AND id = $1"), held[1]):
+                    return None  # dead, but its last write is still open: a later try takes it
             return None
 
         return await self._store._write(take, what="cluster claim")

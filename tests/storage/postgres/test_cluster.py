@@ -11,6 +11,7 @@ import pytest
 import pytest_asyncio
 
 from storage import OutboxChunk, PostgresStore, ReplicaExpiredError, TurnEnd, cluster_of
+from storage.postgres.cluster import hold_alive
 from tests.waiting import eventually
 
 
@@ -120,8 +121,9 @@ async def test_an_expired_replica_cannot_finish_a_turn_or_mark_a_chunk_sent(two,
     assert (await b.outbox_get(row.id)).status == "pending"
 
 
-async def test_a_reap_waits_for_a_fenced_write_already_under_way(two, postgres_dsn) -> None:
-    """A write that passed its fence commits before the reap that would have refused it, never after."""
+async def test_a_reap_passes_over_a_fenced_write_still_open_and_the_server_ends_one_left_idle(two, postgres_dsn) -> None:
+    """A write that passed its fence commits before its replica is reaped, never after; and a process frozen in the
+    middle of one holds nothing for long: the server ends the idle transaction, and the next reap takes the replica."""
     a, b = two
     me = await join(a, "gw-a", expire_after=1.0)
     await join(b, "gw-b")
@@ -129,15 +131,28 @@ async def test_a_reap_waits_for_a_fenced_write_already_under_way(two, postgres_d
     try:
         writing = conn.transaction()
         await writing.start()
-        await conn.execute("SELECT 1 FROM replicas WHERE id = $1 FOR KEY SHARE", me)
+        await hold_alive(conn, me)
         await asyncio.sleep(1.2)  # the incarnation expires while the write is under way
-        reap = asyncio.ensure_future(b.cluster.reap())
-        await asyncio.sleep(0.3)
-        assert not reap.done(), "the reap waits for the write"
+        assert await b.cluster.reap() == [], "not reaped while its write is open"
+        assert await b.cluster.lease_acquire("telegram:poll:1") is not None
         await writing.commit()
-        assert await reap == [me]
+        assert await b.cluster.reap() == [me]
+
+        me = await join(a, "gw-a", expire_after=1.0)
+        frozen = conn.transaction()
+        await frozen.start()
+        await hold_alive(conn, me)  # and the process stops here
+        await asyncio.sleep(1.2)
+        assert await b.cluster.reap() == []
+        await eventually(lambda: _reaped(b, me), "the idle transaction ended by the server, then the reap")
+        with pytest.raises((asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError)):
+            await frozen.commit()
     finally:
-        await conn.close()
+        conn.terminate()
+
+
+async def _reaped(store: PostgresStore, replica: str) -> bool:
+    return replica in await store.cluster.reap()
 
 
 async def test_signals_reach_every_listener(two) -> None:
