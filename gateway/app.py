@@ -33,6 +33,7 @@ from agent import Agent
 from config.loader import LoadedConfig
 from gateway.inbound.access import AccessControl
 from gateway.inbound.catch_up import CatchUp
+from gateway.cluster.connections import ConnectionLeases
 from gateway.commands.handlers import CommandHandlers
 from gateway.turn.conversations import Conversations
 from gateway.operations.alerts import Alerts
@@ -60,6 +61,7 @@ from gateway.turn.retry import TurnRetry, TurnRetryPolicy
 from gateway.turn.runner import TurnRunner
 from gateway.operations.version import version
 from storage import InboxRecord, StorageError, StorageEngine
+from storage.cluster import cluster_of
 
 log = structlog.get_logger("gateway")
 
@@ -96,6 +98,9 @@ class Gateway:
         self._started_at = time.monotonic()
         self._stopping = False
         self._housekeeping: asyncio.Task[None] | None = None
+        cluster = cluster_of(store) if settings.cluster.enabled else None
+        self.connections = None if cluster is None else ConnectionLeases(cluster, self._adapters, self.metrics)
+        """Cluster mode: which replica receives on each connection only one may hold (the rest only send)."""
         self.delivery = Delivery(
             store,
             self._by_platform,
@@ -231,7 +236,10 @@ class Gateway:
     async def _start_adapter(self, adapter: Adapter) -> bool:
         adapter.on_gap = partial(self.liveness.gap, adapter.platform)
         try:
-            await adapter.start(self.intake)
+            if self.connections is not None and self.connections.owned(adapter):
+                await adapter.start(self.intake, receive=False)  # it receives while this replica holds the lease
+            else:
+                await adapter.start(self.intake)
         except ListenError:
             raise  # a port that is taken is the configuration's fault: the whole start stops (exit status 2)
         except Exception as error:  # noqa: BLE001 - one platform's failure must not stop the others
@@ -309,6 +317,8 @@ class Gateway:
             await asyncio.gather(self._housekeeping, return_exceptions=True)
         await self.liveness.stop()
         await self.catch_up.close()
+        if self.connections is not None:  # first, so another replica takes them over at once
+            await self._quietly(self.connections.stop(), "cluster.leases_release_failed", "all")
         for adapter in self._adapters:
             await self._quietly(adapter.stop_intake(), "adapter.stop_intake_failed", adapter.platform)
         drained = await self._tasks.drain(drain_timeout)
