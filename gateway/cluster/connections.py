@@ -233,9 +233,10 @@ class ConnectionLeases:
             connection.observe(records.get(connection.lease))
 
     async def _released(self, payload: dict[str, Any]) -> None:
-        lease = payload.get("lease")
+        leases = payload.get("leases")
         for connection in self.connections:
-            if not connection.held() and (lease is None or lease == connection.lease) and not self._stopping:
+            named = not isinstance(leases, list) or connection.lease in leases
+            if named and not connection.held() and not self._stopping:
                 await connection.try_acquire()
 
     async def expired(self) -> None:
