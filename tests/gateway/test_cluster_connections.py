@@ -7,7 +7,7 @@ so the emulator records which process made every call (``Call.via``). The model 
 
 * only the replica that holds the poller's lease calls getUpdates; the other answers the turns it runs;
 * a graceful stop of the holder (SIGTERM) releases the lease, and the other takes it over at once
-  (its ``cluster.lease_acquired`` says ``takeover=False``: it did not wait for an expiry, which is long here);
+  (its ``cluster.lease_acquired`` says ``takeover=false``: it did not wait for an expiry, which is long here);
 * a SIGKILLed holder's lease is taken over after its registration expires (the time is measured and
   printed, not asserted), counted in ``switchboard_cluster_lease_takeovers_total``;
 * a holder frozen (SIGSTOP) past its expiry and then resumed (SIGCONT) calls getUpdates no more, hands
@@ -129,11 +129,27 @@ async def lease_progress(dsn: str) -> str | None:
         await conn.close()
 
 
+async def settled(dsn: str) -> bool:
+    """Every message stored is answered and every reply marked sent: no replica is inside a turn's writes."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        return not await conn.fetchval("SELECT (SELECT count(*) FROM inbox WHERE status = 'accepted') + "
+                                       "(SELECT count(*) FROM outbox WHERE status <> 'sent')")  # fmt: skip
+    finally:
+        await conn.close()
+
+
 async def holder_of_the_poller(api: TelegramAPI, one: Replica, two: Replica) -> tuple[Replica, Replica]:
-    """Both started: (the one that polls, the other), once the poller's lease is taken."""
-    await eventually(lambda: one.lines("cluster.lease_acquired") or two.lines("cluster.lease_acquired"),
-                     "the poller's lease to be taken", timeout=HANG_GUARD)  # fmt: skip
-    return (one, two) if one.lines("cluster.lease_acquired") else (two, one)
+    """Both started and a first message answered: (the one that polls, the other). Only the other's calls say
+    whether it polls too (the old code: both did)."""
+    await api.say(ALICE, "first")
+    await answered(api, "first")
+    holder, other = (two, one) if two.lines("cluster.lease_acquired") else (one, two)
+    since = time.monotonic()
+    await eventually(lambda: polls_by(api, holder.name, since=since) >= 2, f"{holder.name} to poll on")
+    # Before: both processes polled the token, each cutting off the other's long poll (409 Conflict).
+    assert polls_by(api, other.name) == 0, f"{other.name}, which does not hold the lease, polled too"
+    return holder, other
 
 
 async def test_only_the_holder_polls_and_a_graceful_stop_hands_the_poller_over_at_once(
@@ -144,13 +160,6 @@ async def test_only_the_holder_polls_and_a_graceful_stop_hands_the_poller_over_a
     two = launch("r2", expire_after=60.0)
     await started(two)
     holder, other = await holder_of_the_poller(telegram_api, one, two)
-    since = time.monotonic()
-    await telegram_api.say(ALICE, "first")
-    await answered(telegram_api, "first")
-    await eventually(lambda: polls_by(telegram_api, holder.name, since=since) >= 2, "the holder to poll on")
-    # Before: both processes polled the token (each cutting off the other's long poll with a 409 Conflict).
-    assert polls_by(telegram_api, other.name) == 0
-
     stopped_at = time.monotonic()
     assert await terminate(holder.process, limit=HANG_GUARD) == 0
     assert holder.lines("cluster.lease_released")
@@ -158,7 +167,7 @@ async def test_only_the_holder_polls_and_a_graceful_stop_hands_the_poller_over_a
                      timeout=HANG_GUARD)  # fmt: skip
     print(f"poller moved {time.monotonic() - stopped_at:.2f} s after the graceful stop began")
     [acquired] = other.lines("cluster.lease_acquired")
-    assert "takeover=False" in acquired and f"lease={LEASE}" in acquired
+    assert "takeover=false" in acquired and f"lease={LEASE}" in acquired
     await telegram_api.say(ALICE, "second")
     await answered(telegram_api, "second", other.process)
     assert replies(telegram_api) == Counter({"re: first": 1, "re: second": 1})
@@ -172,8 +181,6 @@ async def test_a_killed_holder_s_poller_is_taken_over_within_its_expiry(
     two = launch("r2")
     await started(two)
     holder, other = await holder_of_the_poller(telegram_api, one, two)
-    await telegram_api.say(ALICE, "before")
-    await answered(telegram_api, "before")
     killed_at = time.monotonic()
     holder.process.send_signal(signal.SIGKILL)
     holder.process.wait()
@@ -183,9 +190,9 @@ async def test_a_killed_holder_s_poller_is_taken_over_within_its_expiry(
     print(f"poller taken over {time.monotonic() - killed_at:.2f} s after SIGKILL (expire_after 3 s)")
     await answered(telegram_api, "after", other.process)
     [acquired] = other.lines("cluster.lease_acquired")
-    assert "takeover=True" in acquired
+    assert "takeover=true" in acquired
     assert other.metric("switchboard_cluster_lease_takeovers_total") == 1
-    assert replies(telegram_api) == Counter({"re: before": 1, "re: after": 1})
+    assert replies(telegram_api) == Counter({"re: first": 1, "re: after": 1})
 
 
 async def test_a_holder_frozen_past_its_expiry_neither_polls_nor_hands_over_nor_records_when_it_resumes(
@@ -196,8 +203,9 @@ async def test_a_holder_frozen_past_its_expiry_neither_polls_nor_hands_over_nor_
     two = launch("r2")
     await started(two)
     holder, other = await holder_of_the_poller(telegram_api, one, two)
-    await telegram_api.say(ALICE, "warm up")
-    await answered(telegram_api, "warm up")
+    # Frozen while idle: a replica frozen inside a transaction of its own holds up the others' reap of it (a
+    # storage matter, reported apart), which is not what this test is about.
+    await eventually(lambda: settled(postgres_dsn), "the first turn to be finished")
     await eventually(lambda: len(telegram_api.calls) > len(telegram_api.answered), "the holder's long poll to wait")
     holder.process.send_signal(signal.SIGSTOP)
     # Answered into the frozen holder's socket: it finds the update in hand the moment it resumes.
@@ -223,4 +231,4 @@ async def test_a_holder_frozen_past_its_expiry_neither_polls_nor_hands_over_nor_
     assert len(holder.lines("inbound.accepted")) + len(holder.lines("inbound.duplicate")) == handed_over
     assert int(await lease_progress(postgres_dsn) or 0) >= int(progress or 0) > frozen["update_id"]
     assert holder.process.poll() is None  # it lives on, sending only
-    assert replies(telegram_api) == Counter({"re: warm up": 1, "re: while frozen": 1, "re: after it resumed": 1})
+    assert replies(telegram_api) == Counter({"re: first": 1, "re: while frozen": 1, "re: after it resumed": 1})
