@@ -141,9 +141,13 @@ async def settled(dsn: str) -> bool:
         await conn.close()
 
 
-async def holder_of_the_poller(api: TelegramAPI, one: Replica, two: Replica) -> tuple[Replica, Replica]:
-    """Both started and a first message answered: (the one that polls, the other). Only the other's calls say
-    whether it polls too (the old code: both did)."""
+async def holder_of_the_poller(launch: Launch, api: TelegramAPI, **options: float) -> tuple[Replica, Replica]:
+    """``r1`` started, then ``r2``, and a first message answered: (the one that polls, the other). Only the
+    other's calls say whether it polls too (the old code: both did)."""
+    one = launch("r1", **options)
+    await started(one)
+    two = launch("r2", **options)
+    await started(two)
     await api.say(ALICE, "first")
     await answered(api, "first")
     holder, other = (two, one) if two.lines("cluster.lease_acquired") else (one, two)
@@ -157,11 +161,8 @@ async def holder_of_the_poller(api: TelegramAPI, one: Replica, two: Replica) -> 
 async def test_only_the_holder_polls_and_a_graceful_stop_hands_the_poller_over_at_once(
     launch: Launch, telegram_api: TelegramAPI
 ) -> None:
-    one = launch("r1", expire_after=60.0)  # an expiry far longer than any wait here: only a release moves the lease
-    await started(one)
-    two = launch("r2", expire_after=60.0)
-    await started(two)
-    holder, other = await holder_of_the_poller(telegram_api, one, two)
+    # An expiry far longer than any wait here: only a release moves the lease.
+    holder, other = await holder_of_the_poller(launch, telegram_api, expire_after=60.0)
     stopped_at = time.monotonic()
     assert await terminate(holder.process, limit=HANG_GUARD) == 0
     assert holder.lines("cluster.lease_released")
@@ -178,11 +179,7 @@ async def test_only_the_holder_polls_and_a_graceful_stop_hands_the_poller_over_a
 async def test_a_killed_holder_s_poller_is_taken_over_within_its_expiry(
     launch: Launch, telegram_api: TelegramAPI
 ) -> None:
-    one = launch("r1")
-    await started(one)
-    two = launch("r2")
-    await started(two)
-    holder, other = await holder_of_the_poller(telegram_api, one, two)
+    holder, other = await holder_of_the_poller(launch, telegram_api)
     killed_at = time.monotonic()
     holder.process.send_signal(signal.SIGKILL)
     holder.process.wait()
@@ -200,11 +197,7 @@ async def test_a_killed_holder_s_poller_is_taken_over_within_its_expiry(
 async def test_a_holder_frozen_past_its_expiry_neither_polls_nor_hands_over_nor_records_when_it_resumes(
     launch: Launch, telegram_api: TelegramAPI, postgres_dsn: str
 ) -> None:
-    one = launch("r1")
-    await started(one)
-    two = launch("r2")
-    await started(two)
-    holder, other = await holder_of_the_poller(telegram_api, one, two)
+    holder, other = await holder_of_the_poller(launch, telegram_api)
     # Frozen while idle: a replica frozen inside a transaction of its own holds up the others' reap of it (a
     # storage matter, reported apart), which is not what this test is about.
     await eventually(lambda: settled(postgres_dsn), "the first turn to be finished")

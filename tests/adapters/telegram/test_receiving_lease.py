@@ -50,6 +50,15 @@ def polls_by(api: TelegramAPI, via: str) -> int:
     return len([call for call in api.calls_to("getUpdates") if call.via == via])
 
 
+async def standing_by(one: TelegramAdapter, two: TelegramAdapter) -> tuple[Intake, Intake]:
+    """Both started for sending only (what each hands over is kept)."""
+    first, second = Intake(), Intake()
+    # Before: start() took no receive argument, and every process polled (409 Conflict for all but one).
+    await one.start(first, receive=False)
+    await two.start(second, receive=False)
+    return first, second
+
+
 @pytest_asyncio.fixture
 async def replicas(telegram_api: TelegramAPI) -> AsyncIterator[tuple[TelegramAdapter, TelegramAdapter]]:
     polling = PollingSettings(poll_timeout=1, stall_timeout=30, retry_base=0.2, retry_max=0.5)
@@ -68,10 +77,7 @@ async def test_only_the_lease_holder_polls_and_the_other_sends(
 ) -> None:
     one, two = replicas
     assert one.receiving_lease() == two.receiving_lease() == "telegram:poll:123456789"
-    first, second = Intake(), Intake()
-    # Before: start() took no receive argument, and every process polled (409 Conflict for all but one).
-    await one.start(first, receive=False)
-    await two.start(second, receive=False)
+    first, second = await standing_by(one, two)
     lease = Lease(fence=1)
     await one.start_receiving(lease.ownership)
     update = await telegram_api.say(ALICE, "hello")
@@ -87,9 +93,7 @@ async def test_a_holder_whose_lease_is_gone_stops_polling_hands_nothing_over_and
     replicas: tuple[TelegramAdapter, TelegramAdapter], telegram_api: TelegramAPI
 ) -> None:
     one, two = replicas
-    first, second = Intake(), Intake()
-    await one.start(first, receive=False)
-    await two.start(second, receive=False)
+    first, second = await standing_by(one, two)
     old = Lease(fence=1)
     await one.start_receiving(old.ownership)
     before = await telegram_api.say(ALICE, "before")
