@@ -34,6 +34,7 @@ from agent import Agent
 from config.loader import LoadedConfig
 from gateway.inbound.access import AccessControl
 from gateway.inbound.catch_up import CatchUp
+from gateway.cluster.connections import ConnectionLeases
 from gateway.cluster.dispatch import SessionDispatch
 from gateway.cluster.outbox_claims import pick_up_left_chunks
 from gateway.cluster.replica import Replica
@@ -104,6 +105,8 @@ class Gateway:
         self.replica = None if cluster is None else Replica(cluster, settings.cluster, self.metrics, version=version())
         """This gateway as one of several on the database (``cluster.enabled``), else None."""
         fence = self.replica.check if self.replica is not None else None
+        self.connections = None if cluster is None else ConnectionLeases(cluster, self._adapters, self.metrics)
+        """Cluster mode: which replica receives on each connection only one may hold (the rest only send)."""
         self.delivery = Delivery(
             store,
             self._by_platform,
@@ -223,6 +226,8 @@ class Gateway:
         if self.dispatch is None:  # in a cluster, the scan claims the sessions nobody works on (another may)
             replayed = await self.intake.replay(await self._replayable(unfinished))
         self.intake.open()
+        if self.replica is not None and self.connections is not None:
+            await self.connections.start(self.replica)
         self.liveness.start()
         for adapter in started:  # what was sent while the gateway was stopped, where the platform did not keep it
             self.catch_up.request_when_running(adapter.platform, "the gateway started")
@@ -245,7 +250,10 @@ class Gateway:
     async def _start_adapter(self, adapter: Adapter) -> bool:
         adapter.on_gap = partial(self.liveness.gap, adapter.platform)
         try:
-            await adapter.start(self.intake)
+            if self.connections is not None and self.connections.owned(adapter):
+                await adapter.start(self.intake, receive=False)  # it receives while this replica holds the lease
+            else:
+                await adapter.start(self.intake)
         except ListenError:
             raise  # a port that is taken is the configuration's fault: the whole start stops (exit status 2)
         except Exception as error:  # noqa: BLE001 - one platform's failure must not stop the others
@@ -325,6 +333,8 @@ class Gateway:
             await asyncio.gather(self._housekeeping, return_exceptions=True)
         await self.liveness.stop()
         await self.catch_up.close()
+        if self.connections is not None:  # first, so another replica takes them over at once
+            await self._quietly(self.connections.stop(), "cluster.leases_release_failed", "all")
         for adapter in self._adapters:
             await self._quietly(adapter.stop_intake(), "adapter.stop_intake_failed", adapter.platform)
         drained = await self._tasks.drain(drain_timeout)

@@ -95,7 +95,8 @@ async def _serve(
             report_blockers([problem])
             return EXIT_CONFIG
     try:
-        store = await open_configured_store(loaded, wait_for_server=True, exclusive=True)
+        # In cluster mode the replicas share the database on purpose: no gateway lock (gateway/cluster/).
+        store = await open_configured_store(loaded, wait_for_server=True, exclusive=not loaded.settings.cluster.enabled)
     except DatabaseInUseError as error:  # another gateway on this PostgreSQL database, as AlreadyRunning on SQLite
         return refuse_start(error)
     except (StorageError, sqlite3.Error) as error:

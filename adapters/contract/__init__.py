@@ -7,8 +7,9 @@ how it translates its platform's exceptions, :mod:`.adapter` the
 provide) with its capabilities, status and access settings, and
 :mod:`.rejections` how an inbound event that cannot be read is logged, and
 :mod:`.streaming` how a reply is shown while it is written and how fast a platform
-may be written to, and :mod:`.liveness` how a quiet connection is checked and what it
-missed is fetched again.
+may be written to, :mod:`.liveness` how a quiet connection is checked and what it
+missed is fetched again, and :mod:`.receiving` the right to hold a receiving connection
+that only one process may hold.
 
 Dependencies point one way: the gateway imports this package; adapters import
 it and nothing of the gateway.
@@ -48,6 +49,7 @@ from adapters.contract.events import (
     storable_text,
 )
 from adapters.contract.liveness import CatchUpPoint, CatchUpWindow, GapListener, Liveness
+from adapters.contract.receiving import Ownership
 from adapters.contract.rejections import log_rejected, rejection_reason
 from adapters.contract.streaming import Rate, RateLimits, StreamMode
 
@@ -74,6 +76,7 @@ __all__ = [
     "MediaUnavailable",
     "MenuCommand",
     "OutboundMessage",
+    "Ownership",
     "Probe",
     "Rate",
     "RateLimited",

@@ -25,6 +25,10 @@ package exports (in ``__all__``) one subclass of :class:`Adapter` that provides:
   the platform has them; ``stream_modes`` with the streaming methods it offers,
   see :mod:`.streaming`; ``chat_rate`` where a kind of chat takes fewer sends), raising the delivery errors of :mod:`.errors`, with
   the platform library's exceptions translated by :func:`.errors.translated`;
+* where receiving takes a connection only one process may hold (long polling, a
+  WebSocket): ``receiving_lease`` naming it, ``start(intake, receive=False)`` that
+  connects for sending only, and ``start_receiving`` / ``stop_receiving`` (see
+  :mod:`.receiving`), so several gateways on one database share the bot;
 * optionally a module ``adapters/<platform>/probe.py`` with
   ``async def probe(section, http, where) -> Probe``: the doctor's read-only
   credential check. It is kept apart from the adapter class, and the package's
@@ -48,6 +52,7 @@ from typing import Any, ClassVar, Literal, Self
 from adapters.contract.errors import AdapterError, MediaUnavailable, StreamingUnsupported
 from adapters.contract.events import Attachment, ChatType, CommandMenu, InboundMessage, Markup, OutboundMessage
 from adapters.contract.liveness import CatchUpPoint, CatchUpWindow, GapListener, Liveness
+from adapters.contract.receiving import Ownership
 from adapters.contract.streaming import Rate, RateLimits, StreamMode
 
 Intake = Callable[[InboundMessage], Awaitable[None]]
@@ -160,8 +165,27 @@ class Adapter(abc.ABC):
 
     # --- lifecycle -------------------------------------------------------------------------
     @abc.abstractmethod
-    async def start(self, intake: Intake) -> None:
-        """Connect and begin delivering inbound messages to ``intake``. Returns once started."""
+    async def start(self, intake: Intake, *, receive: bool = True) -> None:
+        """Connect and begin delivering inbound messages to ``intake``. Returns once started.
+
+        ``receive=False`` (only passed when :meth:`receiving_lease` names a connection): connect for sending
+        only; the connection that receives is opened by :meth:`start_receiving` once this process holds it."""
+
+    def receiving_lease(self) -> str | None:
+        """The name of the receiving connection only one process may hold at a time in the configured mode
+        (``telegram:poll:<bot id>``), known without asking the platform; None when receiving takes no such
+        connection (HTTP ingress runs in every process). Default: None."""
+        return None
+
+    async def start_receiving(self, ownership: Ownership) -> None:
+        """Open the receiving connection named by :meth:`receiving_lease` (after ``start(receive=False)``);
+        hand events over only while ``ownership.held()`` (see :mod:`.receiving`). Returns without waiting
+        for it to connect."""
+        raise AdapterError(f"the {self.platform} adapter has no receiving connection of its own to start")
+
+    async def stop_receiving(self) -> None:
+        """Close the receiving connection opened by :meth:`start_receiving` at once; sending keeps working.
+        Idempotent."""
 
     @abc.abstractmethod
     async def stop_intake(self) -> None:

@@ -20,7 +20,10 @@ Files users attach are downloaded from Discord's CDN on request (:meth:`fetch_me
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
+import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,6 +45,7 @@ from adapters.contract import (
     Liveness,
     Markup,
     OutboundMessage,
+    Ownership,
     Rate,
     RateLimits,
     TransientDeliveryError,
@@ -56,6 +60,7 @@ from adapters.discord.supervisor import Backoff, Supervisor
 
 log = structlog.get_logger(__name__)
 
+_SENDING_ONLY = "sending only: another gateway receives (holds the gateway WebSocket) for this bot"
 START_WAIT = 15.0
 """How long start() waits for the first READY before returning with the adapter DEGRADED (still connecting)."""
 REMEMBERED_CHANNELS = 4096
@@ -123,7 +128,12 @@ class DiscordAdapter(Adapter):
             token=settings.token, build_client=self._build_client, on_trouble=self._trouble, on_fatal=self._fatal,
             backoff=backoff,
         )  # fmt: skip
-        self._sender = Sender(lambda: self._supervisor.client, lambda: self._supervisor.fatal)
+        self._rest: discord.Client | None = None
+        """Started without receiving (another gateway holds the WebSocket): a client logged in for REST only,
+        which sends whether or not this process receives."""
+        self._ownership: Ownership | None = None
+        self._fenced: asyncio.Task[None] | None = None
+        self._sender = Sender(self._sending_client, lambda: self._supervisor.fatal)
         self._downloads = AttachmentDownloads(settings.api_base_url)
 
     @classmethod
@@ -139,7 +149,7 @@ class DiscordAdapter(Adapter):
 
     @property
     def bot_username(self) -> str | None:
-        client = self._supervisor.client
+        client = self._sending_client()
         return client.user.name if client is not None and client.user is not None else None
 
     @property
@@ -147,19 +157,71 @@ class DiscordAdapter(Adapter):
         """How many times the supervisor rebuilt the client (for tests and diagnostics)."""
         return self._supervisor.restarts
 
+    def receiving_lease(self) -> str:
+        """``discord:gateway:<bot id>``: one gateway WebSocket per bot (the id is read from the token)."""
+        return f"discord:gateway:{_bot_id_of(self._settings.token)}"
+
+    def _sending_client(self) -> discord.Client | None:
+        return self._rest if self._rest is not None else self._supervisor.client
+
     # --- lifecycle -------------------------------------------------------------------------
-    async def start(self, intake: Intake) -> None:
+    async def start(self, intake: Intake, *, receive: bool = True) -> None:
+        """Connect to the gateway WebSocket; ``receive=False``: log in for sending (REST) only, until
+        :meth:`start_receiving`."""
         endpoints.point_at(self._settings.api_base_url, self._settings.gateway_url)
         log.info("discord.intents", **preflight.describe(self._intents))
         self._intake = intake
         self._set_state(AdapterState.STARTING, "connecting to the Discord gateway")
         self._worker = asyncio.create_task(self._hand_over(), name="discord.intake")
+        if not receive:
+            await self._log_in_for_sending()
+            return
         await self._supervisor.start(self._start_wait)
         if self._supervisor.fatal is not None:
             await self._stop_worker()
             raise AdapterError(self._supervisor.fatal)
         if self._state is AdapterState.STARTING:
             self._set_state(AdapterState.DEGRADED, "still connecting to the Discord gateway")
+
+    async def _log_in_for_sending(self) -> None:
+        client = discord.Client(intents=self._intents, max_ratelimit_timeout=MAX_LIBRARY_WAIT)
+        try:
+            await client.login(self._settings.token)
+        except Exception as error:
+            await client.close()
+            await self._stop_worker()
+            fatal = preflight.unrecoverable(error)
+            self._set_state(AdapterState.FAILED, fatal or f"logging in to Discord failed: {error}")
+            raise AdapterError(fatal or f"logging in to Discord failed ({error}); check the network and "
+                               "platforms.discord.api_base_url") from error  # fmt: skip
+        self._rest = client
+        self._set_state(AdapterState.RUNNING, _SENDING_ONLY)
+
+    async def start_receiving(self, ownership: Ownership) -> None:
+        """Open the gateway WebSocket (in the background); its events are handed over while ``ownership`` holds.
+        The first session counts as a gap: what was sent while no gateway held the WebSocket is caught up."""
+        await self._supervisor.stop()
+        self._ownership, self._identified = ownership, True
+        self._set_state(AdapterState.STARTING, "connecting to the Discord gateway")
+        await self._supervisor.start(0)
+
+    async def stop_receiving(self) -> None:
+        self._ownership = None
+        await self._supervisor.stop()
+        if self._state not in (AdapterState.FAILED, AdapterState.STOPPING, AdapterState.STOPPED):
+            self._set_state(AdapterState.RUNNING, _SENDING_ONLY)
+
+    def _holds(self) -> bool:
+        """Whether events may be handed over: always without a lease; with one, while it holds."""
+        if self._ownership is None:
+            return self._rest is None
+        if self._ownership.held():
+            return True
+        if self._fenced is None or self._fenced.done():
+            log.warning("discord.fenced", lease=self._ownership.lease,
+                        hint="this gateway no longer holds the WebSocket's lease; another one receives")  # fmt: skip
+            self._fenced = asyncio.get_running_loop().create_task(self.stop_receiving(), name="discord.fenced")
+        return False
 
     async def stop_intake(self) -> None:
         self._intake = None
@@ -172,6 +234,9 @@ class DiscordAdapter(Adapter):
         self._closing = True
         self._intake = None
         await self._supervisor.stop()
+        if self._rest is not None:
+            rest, self._rest = self._rest, None
+            await rest.close()
         await self._stop_worker()
         await self._downloads.close()
         if self._state is not AdapterState.FAILED:
@@ -194,6 +259,8 @@ class DiscordAdapter(Adapter):
 
     # --- liveness and catching up -------------------------------------------------------------
     async def probe_liveness(self, points: Sequence[CatchUpPoint]) -> Liveness:
+        if self._rest is not None and self._ownership is None:
+            return Liveness(True, _SENDING_ONLY)
         return await liveness.probe(
             self._supervisor.client, points, arrived=lambda channel: self._arrived.get(channel, 0),
             convert=self._convert, grace=self._probe_grace,
@@ -208,6 +275,8 @@ class DiscordAdapter(Adapter):
         self._supervisor.restart(reason)
 
     async def catch_up(self, points: Sequence[CatchUpPoint], window: CatchUpWindow) -> list[InboundMessage]:
+        if self._rest is not None and self._ownership is None:
+            return []  # the gateway that receives catches up
         client = self._supervisor.client
         if client is None or client.is_closed() or client.user is None:
             raise TransientDeliveryError("the Discord connection is restarting; catch up after it is back")
@@ -244,7 +313,7 @@ class DiscordAdapter(Adapter):
             log.warning("discord.disconnected", hint="discord.py resumes the session by itself")
 
     def message(self, client: discord.Client, message: discord.Message) -> None:
-        if client.user is None or self._intake is None:
+        if client.user is None or self._intake is None or not self._holds():
             return
         inbound = self._convert(message, client)
         if inbound is not None:
@@ -285,6 +354,9 @@ class DiscordAdapter(Adapter):
             if intake is None:
                 log.info("discord.dropped_after_stop", event_id=inbound.event_id, chat=inbound.chat_id)
                 continue
+            if not self._holds():  # the holder of the WebSocket's lease catches it up after its gap
+                log.info("discord.dropped_not_held", event_id=inbound.event_id, chat=inbound.chat_id)
+                continue
             try:
                 await intake(inbound)
             except Exception as error:  # noqa: BLE001 - one message the gateway could not take must not stop the rest
@@ -297,3 +369,13 @@ class DiscordAdapter(Adapter):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
             self._worker = None
+
+
+def _bot_id_of(token: str) -> str:
+    """The bot's user id, which a Discord bot token starts with (base64); a digest of the token if it does not."""
+    head = token.split(".", 1)[0]
+    try:
+        decoded = base64.b64decode(head + "=" * (-len(head) % 4), validate=True).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError):
+        decoded = ""
+    return decoded if decoded.isdigit() else "token-" + hashlib.sha256(token.encode()).hexdigest()[:16]

@@ -82,6 +82,8 @@ class Supervisor:
         adapter reports DEGRADED meanwhile, so a Discord outage at boot heals without restarting Switchboard.
         """
         loop = asyncio.get_running_loop()
+        self._stopping, self.fatal = False, None  # a supervisor stopped before may start again
+        self._wake.clear()
         self._first_outcome = loop.create_future()
         self._task = asyncio.create_task(self._run(), name="discord.supervisor")
         with contextlib.suppress(TimeoutError):

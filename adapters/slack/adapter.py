@@ -27,6 +27,8 @@ the history.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,6 +53,7 @@ from adapters.contract import (
     Liveness,
     Markup,
     OutboundMessage,
+    Ownership,
     Rate,
     RateLimits,
     RecipientUnavailable,
@@ -77,6 +80,7 @@ MAX_MESSAGE_CHARS: Final = 3900
 RATES: Final = RateLimits(per_chat=Rate(1, 1.0), overall=None, stream_interval=0.5)
 """chat.postMessage takes about one message a second per channel (chat.update is counted with it here);
 chat.appendStream is Tier 4, so a streamed message may grow twice a second."""
+_SENDING_ONLY: Final = "sending only: another gateway receives (holds the Socket Mode connection) for this app"
 STREAM_NONCES: Final = 1_000
 """Streams whose chunk nonce is kept until they are stopped (one per reply being written)."""
 
@@ -132,6 +136,11 @@ class SlackAdapter(Adapter):
         self._lookup: PostedLookup | None = None
         self._workspaces: Workspaces | None = None
         self._history: HistoryReader | None = None
+        self._app: Any = None
+        self._receive = True
+        """Socket Mode: whether this process receives; False while another gateway holds the socket's lease."""
+        self._ownership: Ownership | None = None
+        self._socket_closing: asyncio.Task[None] | None = None
         self._reconnecting: str | None = None
         """Why a reconnect was asked for, until the new session (or the next HTTP event) is there."""
         self._stream_nonces: OrderedDict[tuple[str, str], str] = OrderedDict()
@@ -161,10 +170,21 @@ class SlackAdapter(Adapter):
         """The events endpoint's address once listening (HTTP mode), with the real port."""
         return self._http.url if self._http else None
 
+    def receiving_lease(self) -> str | None:
+        """Socket Mode: ``slack:socket:<app id>`` (the app id is read from the app token); HTTP mode needs none."""
+        if self._settings.mode != "socket":
+            return None
+        token = self._settings.app_token or ""
+        parts = token.split("-")
+        app_id = parts[2] if len(parts) > 3 and parts[0] == "xapp" else "token-" + hashlib.sha256(token.encode()).hexdigest()[:16]
+        return f"slack:socket:{app_id}"
+
     # --- lifecycle -------------------------------------------------------------------------
-    async def start(self, intake: Intake) -> None:
+    async def start(self, intake: Intake, *, receive: bool = True) -> None:
+        """Connect; ``receive=False`` (Socket Mode): no socket until :meth:`start_receiving`."""
         if self._state not in (AdapterState.NEW, AdapterState.FAILED):
             raise AdapterError(f"cannot start SlackAdapter: it is {self._state.value}")
+        self._receive = receive or self._settings.mode != "socket"
         self._set_state(AdapterState.STARTING)
         try:
             await self._start(intake)
@@ -193,8 +213,8 @@ class SlackAdapter(Adapter):
             self.bot, self._threads, self._names, self._accepted, every_message=not self._settings.require_mention,
             workspaces=self._workspaces,
         )  # fmt: skip
-        self._sink.open(intake)
-        app = build_app(self._client, settings.signing_secret or "", self.bot, self._sink)
+        self._sink.open(self._fenced(intake))
+        app = self._app = build_app(self._client, settings.signing_secret or "", self.bot, self._sink)
         if settings.mode == "http":
             self._http = HttpReceiver(app, signing_secret=settings.signing_secret or "", host=settings.listen_host,
                                       port=settings.listen_port, path=settings.listen_path,
@@ -202,7 +222,51 @@ class SlackAdapter(Adapter):
             await self._http.start()
             self._set_state(AdapterState.RUNNING, f"HTTP events on {self._http.url} as @{self.bot.name}")
             return
-        self._socket = SocketReceiver(app, self._client, settings.app_token or "", on_session=self._new_session)
+        if not self._receive:
+            self._set_state(AdapterState.RUNNING, _SENDING_ONLY)
+            return
+        await self._open_socket()
+
+    def _fenced(self, intake: Intake) -> Intake:
+        """``intake``, refusing (so Slack does not get its ack and delivers the event again, to whichever gateway
+        holds the socket then) while this process holds a lease no more."""
+
+        async def intake_while_held(message: InboundMessage) -> None:
+            ownership = self._ownership
+            if ownership is not None and not ownership.held():
+                log.warning("slack.fenced", lease=ownership.lease, event_id=message.event_id,
+                            hint="this gateway no longer holds the socket's lease; Slack delivers the event again")  # fmt: skip
+                if self._socket is not None and self._ownership is ownership:
+                    self._socket_closing = asyncio.get_running_loop().create_task(self.stop_receiving(),
+                                                                                  name="slack-fenced")  # fmt: skip
+                raise AdapterError("this gateway no longer holds the Slack socket's lease")
+            await intake(message)
+
+        return intake_while_held
+
+    async def start_receiving(self, ownership: Ownership) -> None:
+        """Open the Socket Mode connection (waiting a few seconds for its first session); events are handed over
+        while ``ownership`` holds. Its first session counts as a gap: what came while no gateway held it is caught up."""
+        if self._settings.mode != "socket":
+            raise AdapterError("Slack's HTTP mode receives in every gateway; it has no socket to start")
+        await self._close_socket()
+        self._receive, self._ownership = True, ownership
+        await self._open_socket(replacing=True)
+
+    async def stop_receiving(self) -> None:
+        self._receive, self._ownership = False, None
+        await self._close_socket()
+        if self._state in (AdapterState.RUNNING, AdapterState.DEGRADED):
+            self._set_state(AdapterState.RUNNING, _SENDING_ONLY)
+
+    async def _close_socket(self) -> None:
+        socket, self._socket = self._socket, None
+        if socket is not None:
+            await socket.stop()
+
+    async def _open_socket(self, *, replacing: bool = False) -> None:
+        on_session = self._new_session if not replacing else lambda replaced: self._new_session(True)
+        self._socket = SocketReceiver(self._app, self._client, self._settings.app_token or "", on_session=on_session)
         if await self._socket.start():
             self._set_state(AdapterState.RUNNING, f"Socket Mode as @{self.bot.name}")
         else:
@@ -260,6 +324,8 @@ class SlackAdapter(Adapter):
 
     # --- liveness and catching up ------------------------------------------------------------
     async def probe_liveness(self, points: Sequence[CatchUpPoint]) -> Liveness:
+        if not self._receive and self._state is AdapterState.RUNNING:
+            return Liveness(True, _SENDING_ONLY)
         if self._sink is None or self._history is None or self._state not in (AdapterState.RUNNING,
                                                                               AdapterState.DEGRADED):  # fmt: skip
             return Liveness(False, f"not connected ({self._state.value})")
@@ -289,6 +355,8 @@ class SlackAdapter(Adapter):
         self._report_gap(reason)
 
     async def catch_up(self, points: Sequence[CatchUpPoint], window: CatchUpWindow) -> list[InboundMessage]:
+        if not self._receive:
+            return []  # the gateway that holds the socket catches up
         if self._history is None or self._sink is None:
             raise AdapterError(f"the Slack adapter cannot catch up: it is {self._state.value}")
         found = await self._history.catch_up(points, window)

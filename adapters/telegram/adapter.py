@@ -43,6 +43,7 @@ from adapters.contract import (
     MediaUnavailable,
     MenuCommand,
     OutboundMessage,
+    Ownership,
     Rate,
     RateLimits,
     StreamMode,
@@ -123,6 +124,11 @@ class TelegramAdapter(Adapter):
         self._webhook: WebhookServer | None = None
         self._watchdog: WebhookWatchdog | None = None
         self._connecting: asyncio.Task[None] | None = None
+        self._receive = True
+        """Whether this process receives (polls); False while another gateway holds the poller's lease."""
+        self._ownership: Ownership | None = None
+        self._intake: Intake | None = None
+        self._identity: BotIdentity | None = None
         self._menu: asyncio.Task[None] | None = None
         self._downloads = FileDownloads()
 
@@ -148,11 +154,18 @@ class TelegramAdapter(Adapter):
         session = SendingSession(api=TelegramAPIServer.from_base(base)) if base else SendingSession()
         return Bot(self.settings.token, session=session)
 
+    def receiving_lease(self) -> str | None:
+        """Polling: ``telegram:poll:<bot id>`` (one getUpdates poller per token); a webhook needs none."""
+        return f"telegram:poll:{self.settings.token.split(':')[0]}" if self.settings.mode == "polling" else None
+
     # --- lifecycle ---------------------------------------------------------------------------
-    async def start(self, intake: Intake) -> None:
+    async def start(self, intake: Intake, *, receive: bool = True) -> None:
         """Connect; if Telegram cannot be reached right now, keep trying in the background (DEGRADED
         meanwhile) instead of leaving the bot deaf until the next restart. A rejected token or a
-        refused webhook setting fails at once."""
+        refused webhook setting fails at once. ``receive=False`` (polling): no poller until
+        :meth:`start_receiving`."""
+        self._receive = receive or self.settings.mode != "polling"
+        self._intake = intake
         self._set_state(AdapterState.STARTING, "connecting to Telegram")
         self._bot = self.new_bot()
         self._sender = Sender(self._bot)
@@ -188,14 +201,45 @@ class TelegramAdapter(Adapter):
             await self._start_webhook(bot, identity, intake)
         else:
             await self._call_at_start(bot, DeleteWebhook(drop_pending_updates=False), "deleteWebhook")
-            self._poller = Poller(self.new_bot, identity, intake, self._set_state, self._note_inbound,
-                                  self.settings.polling)  # fmt: skip
-            self._set_state(AdapterState.RUNNING, f"long polling as @{identity.username}")
-            self._poller.start()
+            self._identity = identity
+            if self._receive:
+                self._start_poller(identity, intake)
+            elif self._ownership is None:
+                self._set_state(AdapterState.RUNNING, f"sending only as @{identity.username}: another gateway "
+                                "receives (polls) for this bot")  # fmt: skip
         log.info("telegram.started", bot=f"@{identity.username}", mode=self.settings.mode,
                  api=self.settings.api_base_url or "api.telegram.org")  # fmt: skip
         if self.commands.private or self.commands.groups:
             self._menu = asyncio.create_task(self._publish_commands(bot), name="telegram-commands")
+
+    def _start_poller(self, identity: BotIdentity, intake: Intake) -> None:
+        self._poller = Poller(self.new_bot, identity, intake, self._set_state, self._note_inbound,
+                              self.settings.polling, self._ownership)  # fmt: skip
+        self._set_state(AdapterState.RUNNING, f"long polling as @{identity.username}")
+        self._poller.start()
+
+    async def start_receiving(self, ownership: Ownership) -> None:
+        """Start polling with ``ownership`` (from the offset it carries); when still connecting, polling starts
+        once connected."""
+        if self.settings.mode != "polling":
+            raise AdapterError("a Telegram webhook receives in every gateway; it has no poller to start")
+        await self._stop_poller()
+        self._receive, self._ownership = True, ownership
+        if self._identity is not None and self._intake is not None:
+            self._start_poller(self._identity, self._intake)
+
+    async def stop_receiving(self) -> None:
+        """Stop polling (the poller confirms and records its offset while the lease still holds); sending goes on."""
+        self._receive, self._ownership = False, None
+        await self._stop_poller()
+        if self._identity is not None and self._state is AdapterState.RUNNING:
+            self._set_state(AdapterState.RUNNING, f"sending only as @{self._identity.username}: another gateway "
+                            "receives (polls) for this bot")  # fmt: skip
+
+    async def _stop_poller(self) -> None:
+        if self._poller is not None:
+            poller, self._poller = self._poller, None
+            await poller.stop()
 
     async def _publish_commands(self, bot: Bot) -> None:
         """Fill the menu Telegram shows behind "/" (one list for DMs, one for groups). A refusal is logged
@@ -268,9 +312,8 @@ class TelegramAdapter(Adapter):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._connecting = self._menu = None
-        if self._poller is not None:
-            poller, self._poller = self._poller, None
-            await poller.stop()
+        self._intake = None
+        await self._stop_poller()
         if self._watchdog is not None:
             watchdog, self._watchdog = self._watchdog, None
             await watchdog.stop()
@@ -325,6 +368,8 @@ class TelegramAdapter(Adapter):
         """getMe, then getWebhookInfo's pending count against what was received (see :mod:`.liveness`);
         ``points`` are not needed: Telegram itself counts what waits for the bot."""
         receiver = self._poller if self.settings.mode == "polling" else self._webhook if self._watchdog else None
+        if self._bot is not None and self._identity is not None and not self._receive:
+            return Liveness(True, "sending only: another gateway receives (polls) for this bot")
         if self._bot is None or receiver is None:
             state = f"{self._state.value}: {self._detail}" if self._detail else self._state.value
             return Liveness(False, f"not connected to Telegram ({state})")

@@ -22,6 +22,13 @@ so the first request Telegram answers marks the adapter running again, instead
 of a long poll that would keep /health degraded for up to ``poll_timeout``
 seconds after Telegram is back. Long polling resumes with the next request.
 
+Held with an :class:`~adapters.contract.Ownership` (several gateways share the bot token, and this one
+holds the poller's lease), the poller asks ``ownership.held()`` before every getUpdates and before
+handing each update over, and ends at once when it says False (``telegram.polling.fenced``): a
+process frozen past its lease's expiry neither polls (which would cut off the new holder's long
+poll) nor stores what it had fetched. After each batch is handed over, the offset is recorded with
+the lease (``ownership.record``), and a new holder starts from it.
+
 A connection can also answer every getUpdates promptly and still hear nothing
 (Telegram holds updates it does not hand over): only a probe that compares
 getWebhookInfo's pending count with what the poller fetched notices that (see
@@ -46,7 +53,7 @@ from aiogram.exceptions import ClientDecodeError, TelegramAPIError, TelegramConf
 from aiogram.methods import GetWebhookInfo
 from tenacity import RetryCallState, wait_exponential
 
-from adapters.contract import AdapterState, Intake
+from adapters.contract import AdapterState, Intake, Ownership
 
 from .convert import BotIdentity
 from .updates import RawGetUpdates, read_update, update_id_of
@@ -57,6 +64,10 @@ ALLOWED_UPDATES = ["message"]
 """Only new messages; edits and other update kinds are not asked for."""
 
 Report = Callable[[AdapterState, str], None]
+
+
+class Fenced(Exception):
+    """This process no longer holds the poller's lease: polling ends here."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,15 +98,19 @@ class Poller:
         report: Report,
         on_inbound: Callable[[], None],
         settings: PollingSettings,
+        ownership: Ownership | None = None,
     ) -> None:
         self._make_bot = make_bot
+        self._ownership = ownership
         self._identity = identity
         self._intake = intake
         self._report = report
         self._on_inbound = on_inbound
         self.settings = settings
-        self.offset: int | None = None
+        self.offset: int | None = _stored_offset(ownership)
         """The next update id wanted; every id below it is in the gateway's inbox."""
+        self._recorded = self.offset
+        """The offset last recorded with the lease."""
         self._confirmed: int | None = None
         """The offset Telegram last saw (updates below it will not come again)."""
         self._last_success = time.monotonic()
@@ -130,10 +145,14 @@ class Poller:
             return
         task, self._task = self._task, None
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        with contextlib.suppress(asyncio.CancelledError, Fenced):
             await task
-        if self.offset is not None and self.offset != self._confirmed:
+        if self.offset is None or not self._holds():
+            return
+        if self.offset != self._confirmed:
             await self._confirm(self.offset)
+        with contextlib.suppress(Fenced):
+            await self._record()
 
     def restart(self, reason: str) -> None:
         """Replace the connection now (a probe found it deaf): DEGRADED with ``reason`` until updates flow."""
@@ -150,6 +169,12 @@ class Poller:
             poll = asyncio.create_task(self._poll(bot), name="telegram-getupdates")
             try:
                 requested = await self._watch(poll)
+            except Fenced:
+                lease = self._ownership.lease if self._ownership is not None else None
+                log.warning("telegram.polling.fenced", lease=lease, offset=self.offset,
+                            hint="this gateway no longer holds the poller's lease; another one polls")  # fmt: skip
+                self._report(AdapterState.RUNNING, "sending only: another gateway receives (polls) for this bot")
+                return
             finally:
                 poll.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -204,15 +229,34 @@ class Poller:
                 continue
             for raw in updates:
                 update_id = update_id_of(raw)
+                self._check_held()
                 if not await self._hand_over(raw, update_id, bot):
                     break
                 if update_id is not None:
                     self.offset = update_id + 1
+            await self._record()
+
+    def _holds(self) -> bool:
+        return self._ownership is None or self._ownership.held()
+
+    def _check_held(self) -> None:
+        if not self._holds():
+            raise Fenced
+
+    async def _record(self) -> None:
+        """Record the offset with the lease (for the next holder), when it moved; Fenced when the lease moved on."""
+        if self._ownership is None or self.offset is None or self.offset == self._recorded:
+            return
+        self._check_held()
+        if not await self._ownership.record(str(self.offset)):
+            raise Fenced
+        self._recorded = self.offset
 
     async def _get_updates(self, bot: Bot) -> list[Any] | None:
         timeout = self.settings.poll_timeout if self._healthy else 0  # until one works, ask without waiting
         offset = self.offset
         method = RawGetUpdates(offset=offset, timeout=timeout, allowed_updates=ALLOWED_UPDATES)
+        self._check_held()
         try:
             updates = await bot(method, request_timeout=timeout + 15)
         except TelegramConflictError as error:
@@ -324,6 +368,7 @@ class Poller:
         await asyncio.sleep(delay)
 
     async def _confirm(self, offset: int) -> None:
+        """Tell Telegram every update below ``offset`` is done (a getUpdates that asks for one, without waiting)."""
         bot = self._make_bot()
         try:
             await asyncio.wait_for(bot(RawGetUpdates(offset=offset, timeout=0, limit=1), request_timeout=5), 6)
@@ -332,3 +377,16 @@ class Poller:
             log.debug("telegram.polling.confirm_failed", offset=offset, error=str(error))
         finally:
             await bot.session.close()
+
+
+def _stored_offset(ownership: Ownership | None) -> int | None:
+    """The offset the previous holder of the lease recorded, if any and readable."""
+    progress = None if ownership is None else ownership.progress
+    if progress is None:
+        return None
+    try:
+        return int(progress)
+    except ValueError:
+        log.warning("telegram.polling.progress_unreadable", progress=progress[:40],
+                    hint="polling starts from what Telegram still holds; the inbox drops repeats")  # fmt: skip
+        return None

@@ -77,6 +77,9 @@ class Call:
     """time.monotonic() when the request arrived."""
     client_port: int
     """The caller's TCP port: a new value means a new connection."""
+    via: str = ""
+    """The first path segment of a base URL with a path (``{base}/{via}/bot{token}/...``): which of several
+    clients (gateway processes) called, when each was given its own."""
 
 
 @dataclass(slots=True)
@@ -133,6 +136,7 @@ class TelegramAPI(MediaSide, WebhookSide):
     async def start(self) -> None:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        app.router.add_route("*", "/{via}/bot{token}/{method}", self._handle)
         self.add_control_routes(app)
         self.add_file_routes(app)
         app.router.add_get("/_test/shown", self._control_shown)
@@ -218,7 +222,7 @@ class TelegramAPI(MediaSide, WebhookSide):
         method = request.match_info["method"]
         params = await read_params(request)
         async with self.changed:
-            call = Call(method, params, time.monotonic(), _client_port(request))
+            call = Call(method, params, time.monotonic(), _client_port(request), request.match_info.get("via", ""))
             self.calls.append(call)
             self.changed.notify_all()
         response = await self._answer(request, method, params)
