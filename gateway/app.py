@@ -34,6 +34,7 @@ from config.loader import LoadedConfig
 from gateway.inbound.access import AccessControl
 from gateway.inbound.catch_up import CatchUp
 from gateway.cluster.replica import Replica
+from gateway.cluster.status import ClusterHealth
 from gateway.commands.handlers import CommandHandlers
 from gateway.turn.conversations import Conversations
 from gateway.operations.alerts import Alerts
@@ -100,6 +101,7 @@ class Gateway:
         shared = cluster_of(store) if settings.cluster.enabled else None
         self.replica = Replica(shared, settings.cluster, self.metrics, version=version()) if shared is not None else None
         """This process as one of several gateways on the database (``cluster.enabled``), else None."""
+        self._cluster = ClusterHealth(self.replica, self.metrics) if self.replica is not None else None
         self.delivery = Delivery(
             store,
             self._by_platform,
@@ -281,8 +283,10 @@ class Gateway:
             for adapter in self._adapters
         }
         database = self.database.to_dict(await self._probe_database())
+        cluster = await self._cluster.entry() if self._cluster is not None else None  # absent without cluster mode
         running = [a for a in adapters.values() if a["state"] == AdapterState.RUNNING.value]
         healthy = database["ok"] and not self._stopping and len(running) == len(adapters) and bool(adapters)
+        healthy = healthy and not (cluster is not None and cluster["expired"])
         return {
             "status": "stopping" if self._stopping else ("ok" if healthy else "degraded"),
             "version": version(),
@@ -291,7 +295,7 @@ class Gateway:
             "database": database,
             "queue_depth": self.lanes.queued(),
             "turns_running": self.lanes.running(),
-        }
+        } | ({"cluster": cluster} if cluster is not None else {})
 
     async def _probe_database(self) -> BaseException | None:
         """What reading the database's tables raised just now (None: it answered)."""
