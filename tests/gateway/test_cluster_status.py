@@ -24,6 +24,8 @@ from tests.fakes.model_server import ModelServer
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(300)
+# Each test asks for postgres_dsn before start_gateway, so that its database is dropped only after the gateways
+# on it have stopped (fixtures are torn down in the reverse order they were set up).
 
 FAST = {"heartbeat_every": 0.3, "expire_after": 1.5, "scan_every": 0.2}
 LEASE = "telegram:poll:4242"
@@ -52,7 +54,7 @@ async def two_replicas(start_gateway: GatewayFactory, tmp_path: Path, url: str) 
 
 
 async def test_health_and_metrics_show_this_replica_what_it_holds_and_the_replicas_seen(
-    start_gateway: GatewayFactory, tmp_path: Path, postgres_dsn: str
+    postgres_dsn: str, start_gateway: GatewayFactory, tmp_path: Path
 ) -> None:
     a, b = await two_replicas(start_gateway, tmp_path, postgres_dsn)
     status, health = await get(a)
@@ -83,7 +85,7 @@ async def test_without_cluster_mode_health_has_no_cluster_entry(start_gateway: G
 
 
 async def test_a_replica_that_missed_its_heartbeats_reports_degraded_until_it_joins_again(
-    start_gateway: GatewayFactory, tmp_path: Path, postgres_dsn: str
+    postgres_dsn: str, start_gateway: GatewayFactory, tmp_path: Path
 ) -> None:
     running = await start_gateway(cluster(postgres_dsn, "r-a"), home=tmp_path / "a")
     replica = running.gateway.replica
@@ -120,7 +122,7 @@ def status(home: Path, *args: str) -> Any:
 
 
 async def test_cluster_status_prints_the_replicas_the_leases_and_the_sessions_claimed(
-    start_gateway: GatewayFactory, tmp_path: Path, postgres_dsn: str, model_server: ModelServer
+    postgres_dsn: str, start_gateway: GatewayFactory, tmp_path: Path, model_server: ModelServer
 ) -> None:
     a, b = await two_replicas(start_gateway, tmp_path, postgres_dsn)
     home = cli_home(tmp_path, model_server, {"url": postgres_dsn})
