@@ -10,7 +10,6 @@ resolves the file itself.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -19,7 +18,7 @@ import yaml
 
 from config.loader import LoadedConfig, load_config
 from tests.deploy.readme import commands, section
-from tests.deploy.test_compose import COMPOSE, compose_plugin, seconds, service
+from tests.deploy.test_compose import COMPOSE, compose_accepts, seconds, service
 from tests.deploy.test_compose_postgresql import DATABASE
 
 CLUSTER = COMPOSE.parent / "docker-compose.cluster.yml"
@@ -147,18 +146,7 @@ def test_the_readme_says_how_to_run_several_gateways_and_what_happens_on_failove
 
 
 def test_docker_compose_accepts_the_cluster_file() -> None:
-    docker = compose_plugin()
-    env_file = COMPOSE.parent / ".env"
-    created = not env_file.exists()
-    if created:
-        env_file.write_text("", encoding="utf-8")  # compose refuses a missing env_file
-    try:
-        done = subprocess.run([docker, "compose", "-f", str(CLUSTER), "config", "--quiet"],
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
-    finally:
-        if created:
-            env_file.unlink()
-    assert done.returncode == 0, done.stderr
+    compose_accepts(CLUSTER)
 
 
 @pytest.fixture(autouse=True)
