@@ -27,11 +27,13 @@ RUN python -m venv /opt/switchboard \
 FROM python:3.11.11-slim-bookworm AS runtime
 RUN groupadd --system --gid 10001 switchboard \
  && useradd --system --uid 10001 --gid switchboard --home-dir /data --shell /usr/sbin/nologin switchboard \
- && mkdir -p /data && chown switchboard:switchboard /data && chmod 0700 /data
+ && mkdir -p /data/media /data/memories && chown -R switchboard:switchboard /data && chmod -R 0700 /data
 COPY --from=build /opt/switchboard /opt/switchboard
 ENV PATH=/opt/switchboard/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     SWITCHBOARD_HOME=/data
+# media/ and memories/ exist in the image so that a volume of their own mounted there (the replicas of
+# deploy/docker-compose.cluster.yml share theirs) starts owned by the switchboard user, as /data does.
 # The switchboard user created above, by number so Kubernetes' runAsNonRoot can verify it.
 USER 10001:10001
 WORKDIR /data

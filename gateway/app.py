@@ -38,6 +38,7 @@ from gateway.cluster.connections import ConnectionLeases
 from gateway.cluster.dispatch import SessionDispatch
 from gateway.cluster.outbox_claims import pick_up_left_chunks
 from gateway.cluster.replica import Replica
+from gateway.cluster.status import ClusterHealth
 from gateway.commands.handlers import CommandHandlers
 from gateway.turn.conversations import Conversations
 from gateway.operations.alerts import Alerts
@@ -107,6 +108,7 @@ class Gateway:
         fence = self.replica.check if self.replica is not None else None
         self.connections = None if cluster is None else ConnectionLeases(cluster, self._adapters, self.metrics)
         """Cluster mode: which replica receives on each connection only one may hold (the rest only send)."""
+        self._cluster = ClusterHealth(self.replica, self.metrics) if self.replica is not None else None
         self.delivery = Delivery(
             store,
             self._by_platform,
@@ -297,8 +299,10 @@ class Gateway:
             for adapter in self._adapters
         }
         database = self.database.to_dict(await self._probe_database())
+        cluster = await self._cluster.entry() if self._cluster is not None else None  # absent without cluster mode
         running = [a for a in adapters.values() if a["state"] == AdapterState.RUNNING.value]
         healthy = database["ok"] and not self._stopping and len(running) == len(adapters) and bool(adapters)
+        healthy = healthy and not (cluster is not None and cluster["expired"])
         return {
             "status": "stopping" if self._stopping else ("ok" if healthy else "degraded"),
             "version": version(),
@@ -307,7 +311,7 @@ class Gateway:
             "database": database,
             "queue_depth": self.lanes.queued(),
             "turns_running": self.lanes.running(),
-        }
+        } | ({"cluster": cluster} if cluster is not None else {})
 
     async def _probe_database(self) -> BaseException | None:
         """What reading the database's tables raised just now (None: it answered)."""

@@ -96,7 +96,7 @@ async def _serve(
             return EXIT_CONFIG
     try:
         # In cluster mode the replicas share the database on purpose: no gateway lock (gateway/cluster/).
-        store = await open_configured_store(loaded, wait_for_server=True, exclusive=not loaded.settings.cluster.enabled)
+        store = await open_configured_store(loaded, wait_for_server=True, exclusive=True)
     except DatabaseInUseError as error:  # another gateway on this PostgreSQL database, as AlreadyRunning on SQLite
         return refuse_start(error)
     except (StorageError, sqlite3.Error) as error:

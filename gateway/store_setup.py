@@ -16,14 +16,17 @@ async def open_configured_store(
     """Open (and migrate) the configured database; ``close()`` it after. A SQLite file's directory is made
     (0700) if missing; ``options`` go to the engine's own ``open``. ``wait_for_server``: a PostgreSQL server that does
     not answer yet is waited for (logged, up to the retry policy's outage), as ``switchboard run`` does. ``exclusive``:
-    a PostgreSQL database is held for this gateway alone (a SQLite file is, by ``InstanceLock``)."""
+    a PostgreSQL database is held for this gateway alone (a SQLite file is, by ``InstanceLock``), or, in cluster mode
+    (``cluster.enabled``), shared with the other replicas and no gateway that would have it alone."""
     storage = loaded.settings.storage
     if loaded.engine == "sqlite":
         loaded.db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         return await open_store(loaded.db_path, synchronous=storage.synchronous, **options)
+    replica = exclusive and loaded.settings.cluster.enabled
     return await open_store(
-        loaded.database_url, password=storage.password, wait_for_server=wait_for_server, exclusive=exclusive, **options
-    )
+        loaded.database_url, password=storage.password, wait_for_server=wait_for_server,
+        exclusive=exclusive and not replica, shared=replica, **options,
+    )  # fmt: skip
 
 
 def database_name(loaded: LoadedConfig) -> str:

@@ -149,11 +149,13 @@ class SchemaTooNewError(SchemaError):
 class DatabaseInUseError(StorageError):
     """Another gateway holds the database (``storage/postgres/gateway_lock.py``); says who and what to do."""
 
-    def __init__(self, where: str, holder: str) -> None:
-        super().__init__(
-            f"another gateway runs on the database {where}: {holder}. Stop it first (one gateway per database), "
-            f"or point storage.url at a database of this gateway's own"
+    def __init__(
+        self, where: str, holder: str, *, what: str = "another gateway runs", what_to_do: str | None = None
+    ) -> None:
+        what_to_do = what_to_do or (
+            "Stop it first (one gateway per database), or point storage.url at a database of this gateway's own"
         )
+        super().__init__(f"{what} on the database {where}: {holder}. {what_to_do}")
 
 
 class WriteFailedError(StorageError):

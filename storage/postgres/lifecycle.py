@@ -105,6 +105,7 @@ class PostgresLifecycle:
         connect_timeout: float = 10.0,
         wait_for_server: bool = False,
         exclusive: bool = False,
+        shared: bool = False,
         **connect: Any,
     ) -> Self:
         """Connect to ``url`` (a libpq URL: ``postgresql://user:password@host:port/db?sslmode=...``; asyncpg reads the
@@ -120,7 +121,8 @@ class PostgresLifecycle:
         A refused password or an unknown database is never waited for.
 
         ``exclusive``: hold the database's gateway lock while the store is open (``gateway_lock.py``), as
-        ``switchboard run`` does; ``DatabaseInUseError`` when another gateway holds it."""
+        ``switchboard run`` does; ``DatabaseInUseError`` when another gateway holds it. ``shared``: hold it shared with
+        the other replicas of a cluster (``cluster.enabled``); ``DatabaseInUseError`` when a gateway has it alone."""
 
         async def connect_pool() -> asyncpg.Pool:
             return await asyncpg.create_pool(
@@ -142,8 +144,8 @@ class PostgresLifecycle:
             version = await migrations.upgrade(pool)
             async with pool.acquire() as conn:
                 where = await migrations.describe(conn)
-            if exclusive:
-                lock = await hold_gateway_lock(url, where=where, timeout=connect_timeout, connect=connect)
+            if exclusive or shared:
+                lock = await hold_gateway_lock(url, where=where, timeout=connect_timeout, connect=connect, shared=shared)
         except BaseException:
             await pool.close()
             raise

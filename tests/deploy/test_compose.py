@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -87,17 +88,22 @@ def compose_plugin() -> str:
     return docker
 
 
-@pytest.mark.parametrize("profile", [[], ["--profile", "postgresql"]], ids=["default", "postgresql"])
-def test_docker_compose_accepts_the_file(profile: list[str]) -> None:
+def compose_accepts(path: Path, *options: str) -> None:
+    """``docker compose config`` finds nothing wrong with the compose file ``path`` (skipped without the plugin)."""
     docker = compose_plugin()
-    env_file = COMPOSE.parent / ".env"
+    env_file = path.parent / ".env"
     created = not env_file.exists()
     if created:
         env_file.write_text("", encoding="utf-8")  # compose refuses a missing env_file
     try:
-        done = subprocess.run([docker, "compose", "-f", str(COMPOSE), *profile, "config", "--quiet"],
+        done = subprocess.run([docker, "compose", "-f", str(path), *options, "config", "--quiet"],
                               capture_output=True, text=True, timeout=60)  # fmt: skip
     finally:
         if created:
             env_file.unlink()
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("profile", [[], ["--profile", "postgresql"]], ids=["default", "postgresql"])
+def test_docker_compose_accepts_the_file(profile: list[str]) -> None:
+    compose_accepts(COMPOSE, *profile)

@@ -23,6 +23,8 @@ from tests.deploy.dockerfile import REPO
 from tests.deploy.readme import README, commands, commands_in, section, shell_blocks
 from tests.deploy.test_compose import COMPOSE, GATEWAY
 
+CLUSTER = COMPOSE.parent / "docker-compose.cluster.yml"
+
 DATA = "/data"
 """Where the image keeps its state (the volume's mount point)."""
 
@@ -85,8 +87,10 @@ def problems_with(words: list[str], document: dict) -> list[str]:
     if subcommand == "compose":
         options, rest = split_options(args, frozenset({"-f", "--file", "-p", "--project-name", "--profile"}))
         files = options.get("-f", []) + options.get("--file", [])
-        if any((REPO / f).resolve() != COMPOSE for f in files):
-            return [f"{shown}: not deploy/docker-compose.yml"]
+        if any((REPO / f).resolve() not in (COMPOSE, CLUSTER) for f in files):
+            return [f"{shown}: not deploy/docker-compose.yml (or docker-compose.cluster.yml)"]
+        if files and (REPO / files[0]).resolve() == CLUSTER:  # the replicas' file: its own services
+            document = yaml.safe_load(CLUSTER.read_text(encoding="utf-8"))
         if not rest:
             return [f"{shown}: no compose command"]
         if ("-p" in options or "--project-name" in options) and rest[0] != "down":

@@ -202,3 +202,22 @@ async def test_the_lock_of_a_killed_gateway_does_not_keep_the_next_one_out(tmp_p
     async with gateway_running(home, config) as again:
         for name in lock_files:
             assert str(again.pid) in (home / name).read_text(encoding="utf-8")
+
+
+async def test_replicas_in_cluster_mode_run_together_on_one_database_and_a_gateway_without_it_is_refused(
+    tmp_path: Path, model_server: ModelServer, postgres_dsn: str
+) -> None:
+    def replica(name: str) -> tuple[Path, Path]:
+        home = tmp_path / name
+        return home, write_config(home, model_server, {"storage": {"url": postgres_dsn},
+                                                       "cluster": {"enabled": True, "replica_id": name}})  # fmt: skip
+
+    alone = tmp_path / "alone"
+    alone_config = write_config(alone, model_server, {"storage": {"url": postgres_dsn}})
+    async with gateway_running(*replica("r1")) as first, gateway_running(*replica("r2")):
+        reason = await refused(alone, alone_config)
+        assert "replicas in cluster mode run on the database" in reason and f"pid {first.pid} on " in reason, reason
+        assert "cluster.enabled: true" in reason, reason
+    async with gateway_running(alone, alone_config):  # the replicas stopped
+        reason = await refused(*replica("r3"))
+        assert "another gateway runs on the database" in reason and "cluster.enabled is off" in reason, reason

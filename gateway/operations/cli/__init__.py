@@ -14,10 +14,10 @@ import select
 import sys
 from collections.abc import Sequence
 
-from gateway.operations.cli import backup, check, doctor, pairing, run, sessions, storage
+from gateway.operations.cli import backup, check, cluster, doctor, pairing, run, sessions, storage
 from gateway.operations.version import version
 
-COMMAND_MODULES = (run, check, doctor, sessions, pairing, backup, storage)
+COMMAND_MODULES = (run, check, doctor, sessions, pairing, backup, storage, cluster)
 
 # The status when the reader of stdout went away (``switchboard sessions export ID | head -1``): 128 + SIGPIPE,
 # what a shell reports for ``cat``, ``yes`` and other tools the signal ends. Not 0, because the output was cut

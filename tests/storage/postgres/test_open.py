@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 
+import asyncpg
 import pytest
 from structlog.testing import capture_logs
 
@@ -60,3 +61,44 @@ async def test_a_second_gateway_on_the_database_is_refused_until_the_first_stops
         await first.close()
     second = await PostgresStore.open(postgres_dsn, exclusive=True)
     await second.close()
+
+
+async def test_replicas_in_cluster_mode_share_the_database_and_keep_a_gateway_that_wants_it_alone_out(
+    postgres_dsn: str,
+) -> None:
+    first = await PostgresStore.open(postgres_dsn, shared=True)
+    second = await PostgresStore.open(postgres_dsn, shared=True)  # several replicas on one database: the point
+    try:
+        with pytest.raises(DatabaseInUseError, match=rf"replicas in cluster mode run on the database .*"
+                           rf"switchboard replica pid {os.getpid()} on .*cluster.enabled: true"):  # fmt: skip
+            await PostgresStore.open(postgres_dsn, exclusive=True)
+    finally:
+        await first.close()
+        await second.close()
+    alone = await PostgresStore.open(postgres_dsn, exclusive=True)  # the replicas stopped: their lock went
+    try:
+        with pytest.raises(DatabaseInUseError, match=rf"switchboard gateway pid {os.getpid()} on .*"
+                           r"cluster.enabled is off in its configuration"):  # fmt: skip
+            await PostgresStore.open(postgres_dsn, shared=True)
+    finally:
+        await alone.close()
+
+
+async def test_a_gateway_that_wants_the_database_alone_is_refused_while_a_replica_still_beats(postgres_dsn: str) -> None:
+    """A server restart drops every advisory lock, and replicas carry on without theirs: their rows still tell."""
+    conn = await asyncpg.connect(postgres_dsn)
+    try:
+        store = await PostgresStore.open(postgres_dsn)  # migrated: the replicas table is there
+        await store.close()
+        await conn.execute("INSERT INTO replicas (id, name, host, pid, version, expires_at) VALUES "
+                           "('r-east/1', 'r-east', 'east.internal', 4242, '1.0', now() + interval '1 minute'), "
+                           "('r-west/1', 'r-west', 'west.internal', 4343, '1.0', now() - interval '1 second')")  # fmt: skip
+        with pytest.raises(DatabaseInUseError, match=r"replicas in cluster mode run .*: replica r-east \(pid 4242 "
+                           r"on east.internal\)\. A gateway with cluster.enabled off") as refused:  # fmt: skip
+            await PostgresStore.open(postgres_dsn, exclusive=True)
+        assert "r-west" not in str(refused.value)  # expired: dead for good
+        await conn.execute("UPDATE replicas SET expires_at = now() - interval '1 second'")
+        alone = await PostgresStore.open(postgres_dsn, exclusive=True)
+        await alone.close()
+    finally:
+        await conn.close()
