@@ -33,6 +33,7 @@ from agent import Agent
 from config.loader import LoadedConfig
 from gateway.inbound.access import AccessControl
 from gateway.inbound.catch_up import CatchUp
+from gateway.cluster.replica import Replica
 from gateway.commands.handlers import CommandHandlers
 from gateway.turn.conversations import Conversations
 from gateway.operations.alerts import Alerts
@@ -59,7 +60,7 @@ from gateway.tasks import TaskTracker
 from gateway.turn.retry import TurnRetry, TurnRetryPolicy
 from gateway.turn.runner import TurnRunner
 from gateway.operations.version import version
-from storage import InboxRecord, StorageError, StorageEngine
+from storage import InboxRecord, StorageError, StorageEngine, cluster_of
 
 log = structlog.get_logger("gateway")
 
@@ -96,6 +97,9 @@ class Gateway:
         self._started_at = time.monotonic()
         self._stopping = False
         self._housekeeping: asyncio.Task[None] | None = None
+        shared = cluster_of(store) if settings.cluster.enabled else None
+        self.replica = Replica(shared, settings.cluster, self.metrics, version=version()) if shared is not None else None
+        """This process as one of several gateways on the database (``cluster.enabled``), else None."""
         self.delivery = Delivery(
             store,
             self._by_platform,
@@ -189,6 +193,8 @@ class Gateway:
         endpoint cannot listen (the caller shuts down what started)."""
         await asyncio.to_thread(move_global_memory, self._agent.memories.root, self._clock)
         await self._health.start()
+        if self.replica is not None:
+            await self.replica.start()
         unfinished = await self._store.inbox_unfinished()
         started = [adapter for adapter in self._adapters if await self._start_adapter(adapter)]
         running = len(started)
@@ -322,6 +328,8 @@ class Gateway:
         await self._health.stop()
         await self._quietly(self.media.aclose(), "media.close_failed", "all")
         await self._agent.aclose()
+        if self.replica is not None:  # last: what it held falls free for the others only now
+            await self._quietly(self.replica.stop(), "cluster.stop_failed", "all")
         await self._store.close()
         log.info("shutdown.done", finished=drained.finished, cancelled=drained.cancelled)
 

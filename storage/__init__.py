@@ -15,6 +15,14 @@ CJK pairs, the substring vocabulary and its indexer) and ``storage/postgres/`` i
 """
 
 from storage.backup import DatabaseCheck, backup_database, check_database, database_in_use, restore_database
+from storage.cluster import (
+    ClaimRecord,
+    ClusterStorage,
+    LeaseRecord,
+    ReplicaExpiredError,
+    ReplicaRecord,
+    cluster_of,
+)
 from storage.contract import BackupHooks, PairingStorage, StorageEngine
 from storage.engine.retry import RetryPolicy, is_busy
 from storage.engine.writer import MergePolicy
@@ -66,6 +74,8 @@ from storage.postgres.copy_from_sqlite import CopyError, CopyReport, copy_from_s
 __all__ = [
     "BackupError",
     "BackupHooks",
+    "ClaimRecord",
+    "ClusterStorage",
     "CopyError",
     "CopyReport",
     "DatabaseCheck",
@@ -76,6 +86,7 @@ __all__ = [
     "InboxRecord",
     "InvalidTitleError",
     "LastHeard",
+    "LeaseRecord",
     "MAX_SEARCH_HITS",
     "MIN_SERVER_VERSION",
     "MediaFolder",
@@ -89,6 +100,8 @@ __all__ = [
     "PairingStorage",
     "PostgresStore",
     "ReadFailedError",
+    "ReplicaExpiredError",
+    "ReplicaRecord",
     "RetryPolicy",
     "SCHEMA_VERSION",
     "SchemaError",
@@ -112,6 +125,7 @@ __all__ = [
     "WriteFailedError",
     "backup_database",
     "check_database",
+    "cluster_of",
     "copy_from_sqlite",
     "database_in_use",
     "engine_of",

@@ -77,9 +77,13 @@ async def mark_done_all(conn: Connection, events: Sequence[tuple[str, str]], now
     return len(done)
 
 
-async def unfinished(conn: Connection) -> list[InboxRecord]:
-    """Accepted, not done, in arrival order."""
-    rows = await conn.fetch(f"SELECT {_COLUMNS} FROM inbox WHERE status = 'accepted' ORDER BY id")  # noqa: S608
+async def unfinished(conn: Connection, *, session_key: str | None = None) -> list[InboxRecord]:
+    """Accepted, not done, in arrival order (only ``session_key``'s, when given)."""
+    if session_key is None:
+        rows = await conn.fetch(f"SELECT {_COLUMNS} FROM inbox WHERE status = 'accepted' ORDER BY id")  # noqa: S608
+    else:
+        rows = await conn.fetch(f"SELECT {_COLUMNS} FROM inbox WHERE status = 'accepted' AND session_key = $1 "  # noqa: S608
+                                "ORDER BY id", session_key)  # fmt: skip
     return [
         InboxRecord(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6], row[7]) for row in rows
     ]

@@ -20,6 +20,7 @@ from storage.errors import ReadFailedError, StorageError, StoreClosedError
 from storage.log import log
 from storage.postgres import migrations
 from storage.postgres.append_batch import AppendBatcher
+from storage.postgres.cluster import PostgresCluster, hold_alive
 from storage.postgres.connection import Connection
 from storage.postgres.faults import Trouble, trouble_of
 from storage.postgres.gateway_lock import hold_gateway_lock
@@ -89,6 +90,9 @@ class PostgresLifecycle:
         )
         self.pairing = PostgresPairing(self._write, self._read)
         """The gateway's DM pairing state: offered codes, approvals, failed attempts."""
+        self._connect_alone: Callable[[], Awaitable[asyncpg.Connection]] | None = None
+        self.cluster = PostgresCluster(self, listen=self._connection_of_its_own)
+        """What the replicas on this database share (``storage/cluster.py``); the fenced writes carry its replica."""
 
     @classmethod
     async def open(
@@ -146,6 +150,7 @@ class PostgresLifecycle:
         log.info("storage.opened", engine="postgresql", database=where, schema_version=version, pool=pool_size)
         store = cls(pool, where=where, clock=clock, retry=retry)
         store._gateway_lock = lock
+        store._connect_alone = partial(asyncpg.connect, url, timeout=connect_timeout, **connect)
         return store
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -203,6 +208,18 @@ class PostgresLifecycle:
         await self._read(newest)
 
     # -- plumbing --------------------------------------------------------------------------------
+
+    async def _connection_of_its_own(self) -> asyncpg.Connection:
+        """A connection outside the pool (the cluster's LISTEN), opened as the pool's are."""
+        if self._connect_alone is None:
+            raise RuntimeError("open the store with PostgresStore.open")
+        return await self._connect_alone()
+
+    async def _fence(self, conn: Connection) -> None:
+        """Inside a write: once this process joined a cluster, refuse the write if its incarnation expired
+        (``ReplicaExpiredError``), and keep it from being reaped until the write commits."""
+        if self.cluster.replica is not None:
+            await hold_alive(conn, self.cluster.replica)
 
     def _check_open(self) -> None:
         if self._state is not _State.OPEN:

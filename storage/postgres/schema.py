@@ -343,6 +343,7 @@ _V2_CLUSTER: Final = (
         fence bigint NOT NULL,
         acquired_at timestamptz,
         takeovers bigint NOT NULL DEFAULT 0,
+        released boolean NOT NULL DEFAULT true,
         progress text
     )""",
     "CREATE INDEX leases_by_holder ON leases(holder)",

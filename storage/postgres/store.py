@@ -276,6 +276,7 @@ class PostgresStore(PostgresLifecycle):
         new = () if final is None else tuple(final.messages)
 
         async def turn_end(conn: Connection) -> list[OutboxRecord]:
+            await self._fence(conn)
             now = self._clock()
             if final is not None:
                 await messages.append(conn, final.session_id, new, final.usage, now)
@@ -302,9 +303,14 @@ class PostgresStore(PostgresLifecycle):
         return self._queued(("turn", turn_id), write)
 
     def outbox_mark_sent(self, outbox_id: int, platform_message_id: str | None) -> Awaitable[bool]:
-        """Queued at the call, after the earlier writes of the same row (``_row_write``)."""
-        return self._row_write(outbox_id, partial(outbox.mark_sent, outbox_id=outbox_id,
-                                                  platform_message_id=platform_message_id), "outbox mark sent")  # fmt: skip
+        """Queued at the call, after the earlier writes of the same row (``_row_write``); fenced in a cluster."""
+        mark = partial(outbox.mark_sent, outbox_id=outbox_id, platform_message_id=platform_message_id)
+
+        async def fenced(conn: Connection, *, now: float) -> bool:
+            await self._fence(conn)
+            return await mark(conn, now=now)
+
+        return self._row_write(outbox_id, fenced, "outbox mark sent")
 
     async def outbox_edit(
         self, outbox_id: int, text: str, *, plain: str | None = None, markup: str | None = None
