@@ -16,11 +16,12 @@ from collections import Counter
 import aiohttp
 from aiohttp import web
 
-HOP_BY_HOP = {"host", "connection", "keep-alive", "transfer-encoding", "content-length"}
+from tests.fakes.catch_all_proxy import HOP_BY_HOP, CatchAllProxy
 
 
-class RoundRobinBalancer:
+class RoundRobinBalancer(CatchAllProxy):
     def __init__(self, upstreams: list[str]) -> None:
+        super().__init__()
         self.upstreams = list(upstreams)
         """Base URLs (``http://127.0.0.1:PORT``) requests are spread over."""
         self.forwarded: Counter[str] = Counter()
@@ -29,42 +30,21 @@ class RoundRobinBalancer:
         """Requests an upstream refused (connection refused: skipped for the next one)."""
         self.dropped = 0
         """Requests an upstream took and never answered (answered 502 here)."""
-        self.port = 0
         self._turn = itertools.count()
-        self._runner: web.AppRunner | None = None
-        self._session: aiohttp.ClientSession | None = None
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    async def start(self) -> None:
+    def client(self) -> aiohttp.ClientSession:
         # One connection per request: a kept-alive connection to a killed replica would fail the next request late.
-        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True),
-                                              timeout=aiohttp.ClientTimeout(total=30))  # fmt: skip
-        app = web.Application(client_max_size=8 * 1024 * 1024)
-        app.router.add_route("*", "/{tail:.*}", self._forward)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-        if self._session is not None:
-            await self._session.close()
+        return aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True),
+                                     timeout=aiohttp.ClientTimeout(total=30))  # fmt: skip
 
     async def _forward(self, request: web.Request) -> web.Response:
-        assert self._session is not None
         body = await request.read()
         headers = {name: value for name, value in request.headers.items() if name.lower() not in HOP_BY_HOP}
         for _ in range(len(self.upstreams)):
             upstream = self.upstreams[next(self._turn) % len(self.upstreams)]
             try:
-                async with self._session.request(request.method, upstream + request.path_qs, data=body,
-                                                 headers=headers) as answer:  # fmt: skip
+                async with self.session.request(request.method, upstream + request.path_qs, data=body,
+                                                headers=headers) as answer:  # fmt: skip
                     content = await answer.read()
                     self.forwarded[upstream] += 1
                     return web.Response(status=answer.status, body=content,

@@ -165,7 +165,8 @@ class Cluster:
         if self.mode == "webhook":
             assert self.balancer is not None
             telegram |= {"mode": "webhook", "webhook_url": self.balancer.base_url + WEBHOOK_PATH,
-                         "webhook_secret": WEBHOOK_SECRET, "webhook_listen": {"host": "127.0.0.1", "port": port}}  # fmt: skip
+                         "webhook_secret": WEBHOOK_SECRET,
+                         "webhook_listen": {"host": "127.0.0.1", "port": port}}  # fmt: skip
         else:
             telegram |= {"poll_timeout": 2}  # a new owner's first long poll comes back quickly
         overrides: dict[str, Any] = {

@@ -1,5 +1,6 @@
-"""What the database must hold once every replica of a cluster test has stopped: nothing unfinished, each
-message stored once, each conversation's history the replies its chat was shown, and no replica, claim or
+"""What a cluster test checks once every replica has stopped: every message named by exactly one reply, in
+order per chat, each reply answering the last message it names; and in the database nothing unfinished,
+each message stored once, each conversation's history the replies its chat was shown, and no replica, claim or
 lease left behind (a replica that stops cleanly leaves; one that was killed is reaped by the others)."""
 
 from __future__ import annotations
@@ -7,11 +8,13 @@ from __future__ import annotations
 import asyncpg
 
 from storage import open_store
-from tests.e2e_cluster.conversations import Load
+from tests.e2e_cluster.conversations import Load, tally
 from tests.fakes.telegram_api import TelegramAPI
 
 
 async def check_settled(dsn: str, load: Load, telegram: TelegramAPI) -> None:
+    result = tally(load, telegram)
+    assert (result.lost, result.duplicated, result.out_of_order, result.misdirected) == ([], [], {}, [])
     store = await open_store(dsn)
     try:
         assert await store.inbox_unfinished() == []

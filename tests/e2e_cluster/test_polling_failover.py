@@ -6,14 +6,14 @@ the dead one recorded. Every message is answered once, in order per chat; the ti
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.e2e_cluster.conversations import Load, echo, tally
+from tests.e2e_cluster.conversations import Load, echo
 from tests.e2e_cluster.replicas import QUICK_TIMINGS, Cluster, polling_now, stopped_with
+from tests.e2e_cluster.scenario import HANG_GUARD, harm_under_load
 from tests.e2e_cluster.settled import check_settled
 from tests.fakes.model_server import ModelServer
 from tests.fakes.telegram_api import TelegramAPI
@@ -21,9 +21,6 @@ from tests.waiting import eventually
 
 pytestmark = pytest.mark.timeout(300)  # three real gateways, 300 messages, a lease's expiry
 
-CHATS, PER_CHAT = 30, 10
-KILL_AFTER = 100
-HANG_GUARD = 180.0
 LOOSE = 4
 """The lease must move within its expiry plus a scan; on this shared machine the check allows LOOSE times that
 (still under the default expiry alone), so that only a lease that waits for something else fails it."""
@@ -34,44 +31,28 @@ async def test_the_poller_lease_moves_when_its_owner_is_killed_and_nothing_is_lo
 ) -> None:
     echo(model_server)
     model_server.latency = 0.05  # think time: messages queue behind running turns and are answered together
-    load = Load(CHATS, PER_CHAT)
+    load = Load(chats=30, per_chat=10)
     cluster = Cluster(tmp_path, telegram_api, model_server, postgres_dsn, mode="polling")
-    feeder: asyncio.Task[None] | None = None
-    try:
-        await cluster.start()
-        first_owner = await eventually(cluster.poller, "a replica holding the poller's lease", timeout=HANG_GUARD)
-        feeder = asyncio.create_task(load.feed(telegram_api))
-        await eventually(lambda: load.answered(telegram_api) >= KILL_AFTER, "the first third answered",
-                         timeout=HANG_GUARD)  # fmt: skip
 
-        owner = cluster.named(await eventually(cluster.poller, "the poller's owner", timeout=HANG_GUARD))
-        answered_at_kill = load.answered(telegram_api)
+    async def kill_the_poller_owner() -> tuple[str, str, float]:
+        """Kill the lease's holder; who held it, who holds it next, and seconds to the next getUpdates."""
+        owner = await eventually(cluster.poller, "a replica holding the poller's lease", timeout=HANG_GUARD)
         killed_at = time.monotonic()  # the emulator stamps its calls with this clock
-        await owner.kill()
-        first_poll = (await eventually(lambda: polling_now(telegram_api, killed_at), "a getUpdates after the kill",
-                                       timeout=HANG_GUARD))[0]  # fmt: skip
-        moved_s = first_poll - killed_at
-        new_owner = await eventually(cluster.poller, "a new owner of the poller's lease", timeout=HANG_GUARD)
+        await cluster.named(owner).kill()
+        polls = await eventually(lambda: polling_now(telegram_api, killed_at), "a getUpdates after the kill",
+                                 timeout=HANG_GUARD)  # fmt: skip
+        new_owner = await eventually(cluster.poller, "a new holder of the poller's lease", timeout=HANG_GUARD)
+        return owner, new_owner, polls[0] - killed_at
 
-        await feeder
-        await eventually(lambda: load.all_answered(telegram_api), "a reply naming every message", timeout=HANG_GUARD)
-        for replica in cluster.running():
-            assert replica.running, cluster.failed(replica)
-    finally:
-        if feeder is not None:
-            feeder.cancel()
-        codes = await cluster.stop()
+    (owner, new_owner, moved_s), answered_at_kill, codes = await harm_under_load(cluster, load, kill_the_poller_owner)
 
     expiry = QUICK_TIMINGS["expire_after"] + QUICK_TIMINGS["scan_every"]
-    print(f"\npolling failover: {first_owner} polled first; killed {owner.name} at {answered_at_kill}/{load.total} "
-          f"answered; {new_owner} polled {moved_s:.2f} s after the kill (expiry + scan: {expiry:g} s); "
+    print(f"\npolling failover: killed {owner}, the poller's owner, at {answered_at_kill}/{load.total} answered; "
+          f"{new_owner} polled {moved_s:.2f} s after the kill (expiry + scan: {expiry:g} s); "
           f"replies {len(telegram_api.sent)}")  # fmt: skip
-    assert stopped_with(owner.process) and answered_at_kill < load.total, "the kill did not land mid-load"
-    assert new_owner != owner.name
+    assert stopped_with(cluster.named(owner).process) and new_owner != owner
     assert moved_s < LOOSE * expiry, f"the lease took {moved_s:.1f} s to move (expiry + scan: {expiry:g} s)"
-    assert all(code == 0 for name, code in codes.items() if name != owner.name), codes
+    assert all(code == 0 for name, code in codes.items() if name != owner), codes
     conflicts = {r.name: r.log_lines("telegram.polling.conflict") for r in cluster.replicas}
     assert not any(conflicts.values()), f"two replicas polled at once: {conflicts}"
-    result = tally(load, telegram_api)
-    assert (result.lost, result.duplicated, result.out_of_order, result.misdirected) == ([], [], {}, [])
     await check_settled(postgres_dsn, load, telegram_api)
