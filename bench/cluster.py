@@ -163,14 +163,11 @@ async def measure(quick: bool, tmp: Path, server: PostgresServer) -> dict[str, A
     steal = CpuSteal()
     try:
         for label, replicas in (("sqlite", 0), ("1", 1), ("2", 2), ("3", 3)):
+            began = time.perf_counter()
             async with Run(tmp, model, server if replicas else None, f"tput_{label}") as run:
                 rates[label], counted = await throughput(run, replicas=replicas, chats=chats, per_chat=per_chat)
             tallies.append(counted)
-            capped = rates[label] >= 0.9 * TELEGRAM_CAP * max(replicas, 1)
-            say(f"{'one gateway on SQLite' if not replicas else f'{replicas} replica(s) on PostgreSQL'}: "
-                f"{rates[label]:.1f} turns/s ({chats} chats x {per_chat} turns)"
-                + (f"  [at Telegram's send limit, {TELEGRAM_CAP}/s per replica: the gateways could do more]"
-                   if capped else ""))  # fmt: skip
+            say(described(replicas, rates[label], f"{chats} chats x {per_chat} turns", time.perf_counter() - began))
         say(f"failover: {QUICK_KILLS if quick else KILLS} kill(s) of the poller's owner, timings {timings}")
         async with Run(tmp, model, server, "failover") as run:
             moved, counted = await failover(run, kills=QUICK_KILLS if quick else KILLS, chats=FAILOVER_CHATS,
@@ -197,6 +194,15 @@ async def measure(quick: bool, tmp: Path, server: PostgresServer) -> dict[str, A
         "cpu_steal_pct": steal.percent(),
         "quick": quick,
     }
+
+
+def described(replicas: int, rate: float, load: str, took: float) -> str:
+    """One throughput figure in words, flagged when it sits at Telegram's send limit."""
+    who = f"{replicas} replica(s) on PostgreSQL" if replicas else "one gateway on SQLite"
+    line = f"{who}: {rate:.1f} turns/s ({load}; {took:.0f} s with the start and stop)"
+    if rate >= 0.9 * TELEGRAM_CAP * max(replicas, 1):
+        line += f"  [at Telegram's send limit, {TELEGRAM_CAP}/s per replica: the gateways could do more]"
+    return line
 
 
 def verdicts(figures: dict[str, Any]) -> dict[str, bool]:
