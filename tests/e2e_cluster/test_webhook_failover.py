@@ -56,5 +56,6 @@ async def test_a_replica_killed_mid_turn_behind_a_webhook_balancer_loses_and_rep
           f"replies {len(telegram_api.sent)}; updates forwarded {dict(balancer.forwarded)}, refused "
           f"{dict(balancer.refused)}, dropped {balancer.dropped}")  # fmt: skip
     assert stopped_with(victim.process)
+    assert len(balancer.forwarded) == 3, "every replica took updates"
     assert all(code == 0 for name, code in codes.items() if name != victim.name), codes
     await check_settled(postgres_dsn, load, telegram_api)
