@@ -33,6 +33,7 @@ from agent import Agent
 from config.loader import LoadedConfig
 from gateway.inbound.access import AccessControl
 from gateway.inbound.catch_up import CatchUp
+from gateway.cluster.outbox_claims import pick_up_left_chunks
 from gateway.cluster.replica import Replica
 from gateway.commands.handlers import CommandHandlers
 from gateway.turn.conversations import Conversations
@@ -97,9 +98,9 @@ class Gateway:
         self._started_at = time.monotonic()
         self._stopping = False
         self._housekeeping: asyncio.Task[None] | None = None
-        shared = cluster_of(store) if settings.cluster.enabled else None
-        self.replica = Replica(shared, settings.cluster, self.metrics, version=version()) if shared is not None else None
-        """This process as one of several gateways on the database (``cluster.enabled``), else None."""
+        cluster = cluster_of(store) if settings.cluster.enabled else None
+        self.replica = None if cluster is None else Replica(cluster, settings.cluster, self.metrics, version=version())
+        """This gateway as one of several on the database (``cluster.enabled``), else None."""
         self.delivery = Delivery(
             store,
             self._by_platform,
@@ -109,7 +110,10 @@ class Gateway:
                 name: section.stream_edit_interval for name, section in settings.platforms.sections()
                 if section.stream_edit_interval is not None
             }),
+            may_send=self.replica.alive if self.replica is not None else lambda: True,
         )
+        if self.replica is not None:
+            pick_up_left_chunks(self.replica, self.delivery, self._tasks.spawn)
         hints = PlatformHints(self._by_platform, settings.agent.platform_hints)
         self.conversations = Conversations(store, agent, settings.sessions, clock=clock, platform_hint=hints)
         self._ledger = InboundLedger(store, self.delivery, self.metrics)
@@ -194,7 +198,7 @@ class Gateway:
         await asyncio.to_thread(move_global_memory, self._agent.memories.root, self._clock)
         await self._health.start()
         if self.replica is not None:
-            await self.replica.start()
+            await self.replica.start()  # first: what the store claims from here on is this incarnation's
         unfinished = await self._store.inbox_unfinished()
         started = [adapter for adapter in self._adapters if await self._start_adapter(adapter)]
         running = len(started)
@@ -322,14 +326,14 @@ class Gateway:
             log.warning("shutdown.drain_timeout", finished=drained.finished, cancelled=drained.cancelled,
                         hint="unfinished turns resume on the next start")  # fmt: skip
         await self._quietly(self._flush(drain_timeout), "shutdown.flush_failed", "all")
+        if self.replica is not None:  # what is left unsent falls free for the other replicas at once
+            await self._quietly(self.replica.stop(), "cluster.stop_failed", "all")
         await self._quietly(self.alerts.stop(), "alerts.stop_failed", "all")
         for adapter in self._adapters:
             await self._quietly(adapter.close(), "adapter.close_failed", adapter.platform)
         await self._health.stop()
         await self._quietly(self.media.aclose(), "media.close_failed", "all")
         await self._agent.aclose()
-        if self.replica is not None:  # last: what it held falls free for the others only now
-            await self._quietly(self.replica.stop(), "cluster.stop_failed", "all")
         await self._store.close()
         log.info("shutdown.done", finished=drained.finished, cancelled=drained.cancelled)
 

@@ -25,6 +25,12 @@ chunk counts as sent only with the platform's message id; a retry after a
 failure that never left (``may_have_arrived`` false: no connection was made) is
 not ``maybe_sent``. README "What 'delivered' means" has what each platform leaves open.
 
+With several gateways on one database (``cluster.enabled``) each sends only the chunks its
+replica claims (``storage/postgres/outbox_claims.py``): its own, and the ones a dead replica left,
+which :meth:`Delivery.resume` takes over (``gateway/cluster/outbox_claims.py`` runs it after each
+scan). Right before every write to a platform it asks :meth:`Delivery.may_send`: a replica that
+expired (frozen past its expiry, say) sends nothing more, so what it held is sent once, by another.
+
 Every text is masked first (``redactor.credentials``: configured secrets and
 credential formats such as bot tokens and API keys), before it is rendered,
 cut into chunks (a secret split between two chunks would pass) and recorded.
@@ -43,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -73,6 +80,10 @@ from storage import OutboxChunk, OutboxRecord, StorageEngine
 
 log = structlog.get_logger("gateway.delivery")
 
+RESENT_KEPT = 4096
+"""How many rows a resume delivered :class:`Delivery` remembers (a reply still on its way to :meth:`~Delivery.deliver`
+when a resume took its rows is one of the last few)."""
+
 Sleep = Callable[[float], Awaitable[None]]
 Spawn = Callable[..., Any]
 """Starts a coroutine as a tracked task: ``spawn(coro, name=...)`` (``TaskTracker.spawn``)."""
@@ -89,10 +100,14 @@ class Delivery:
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
         budget: ChatBudget | None = None,
+        may_send: Callable[[], bool] = lambda: True,
     ) -> None:
         """``budget``: the rate budget every send and edit takes from (:attr:`budget`); by default one
-        of its own over ``adapters``, with the adapters' stream intervals and ``clock`` and ``sleep``."""
+        of its own over ``adapters``, with the adapters' stream intervals and ``clock`` and ``sleep``.
+        ``may_send``: asked right before every platform write (:meth:`may_send`); one of several
+        gateways passes whether its replica is still alive (``Replica.alive``)."""
         self._store = store
+        self._may_send = may_send
         self._adapters = adapters
         self._metrics = metrics
         self._policy = policy
@@ -104,6 +119,26 @@ class Delivery:
         self._stalled: set[tuple[str, str]] = set()
         """Chats with a chunk deferred after its attempts ran out: new replies wait behind it."""
         self._resuming: set[tuple[str, str]] = set()
+        self._claims = 0
+        """Counts this gateway's replica incarnations (:meth:`forget_claims`): a resume stops when it changes."""
+        self._resent: OrderedDict[int, str] = OrderedDict()
+        """Rows a resume delivered lately, with their message ids: a reply handed to :meth:`deliver`
+        with its rows as queued (still pending) does not send them again."""
+
+    def may_send(self) -> bool:
+        """Whether this gateway may write to a platform now. One of several gateways whose replica
+        expired (it was frozen or cut off past its expiry) may not: another replica sends its chunks,
+        and what it holds is left for that one (the rows stay pending, nothing is marked)."""
+        if self._may_send():
+            return True
+        log.warning("delivery.withheld", reason="this replica expired: another one sends what it held",
+                    hint="it joins the cluster again as a new replica; nothing is lost")  # fmt: skip
+        return False
+
+    def forget_claims(self) -> None:
+        """This gateway's replica expired (one of several gateways): the chunks its resumes hold are another
+        replica's now. Each stops before its next chunk, even once the replica joined again."""
+        self._claims += 1
 
     def add_sender(self, sender: Adapter) -> None:
         """Deliver the outbox rows of ``sender.platform`` through ``sender`` too: a destination that is not a
@@ -202,6 +237,8 @@ class Delivery:
                 nonce = nonce_for(key, index)
                 message = OutboundMessage(chat_id=chat_id, text=chunk.text, thread_id=thread_id, markup=markup,
                                           nonce=nonce)  # fmt: skip
+                if not self.may_send():
+                    return False
                 try:
                     await self._send_once(adapter, platform, message, plain=chunk.plain or chunk.text)
                 except AdapterError as error:
@@ -279,6 +316,7 @@ class Delivery:
         these chats. A chat already being resumed is left to that run.
         """
         chats: dict[tuple[str, str], list[OutboxRecord]] = {}
+        claims = self._claims
         for record in await self._store.outbox_pending():
             chat = (record.platform, record.chat_id)
             if record.platform not in self._adapters:
@@ -287,7 +325,7 @@ class Delivery:
                 chats.setdefault(chat, []).append(record)
         self._resuming.update(chats)
         holding = {chat: asyncio.Event() for chat in chats}
-        runs = [self._resume_chat(chat, rows, holding[chat]) for chat, rows in chats.items()]
+        runs = [self._resume_chat(chat, rows, holding[chat], claims) for chat, rows in chats.items()]
         if spawn is None:
             results = await asyncio.gather(*runs, return_exceptions=True)
             for error in (r for r in results if isinstance(r, BaseException)):
@@ -303,7 +341,9 @@ class Delivery:
         """Try again the chats whose chunks were deferred (see ``DeliveryPolicy.keep_trying``)."""
         return await self.resume(spawn=spawn, only=set(self._stalled)) if self._stalled else 0
 
-    async def _resume_chat(self, chat: tuple[str, str], rows: list[OutboxRecord], held: asyncio.Event) -> int:
+    async def _resume_chat(
+        self, chat: tuple[str, str], rows: list[OutboxRecord], held: asyncio.Event, claims: int
+    ) -> int:
         adapter = self._adapters[chat[0]]
         delivered = 0
         try:
@@ -311,12 +351,17 @@ class Delivery:
                 held.set()
                 self._stalled.discard(chat)  # retried now; a chunk that fails again stalls it anew
                 for listed in rows:
+                    if claims != self._claims:
+                        log.warning("delivery.resume_dropped", platform=chat[0], chat=chat[1],
+                                    reason="this replica expired: another one sends these chunks")  # fmt: skip
+                        break
                     # Read again under the lock: a reply still going out when the rows were listed
                     # (a turn stopped at shutdown) may have sent this chunk since.
                     record = await self._store.outbox_get(listed.id) or listed
                     with bind(turn=_log_turn(record)):  # outside any turn now: name the one it came from
-                        if await self._deliver_held(adapter, record, resumed=True):
+                        if message_id := await self._deliver_held(adapter, record, resumed=True):
                             delivered += 1
+                            self._remember_resent(record.id, message_id)
                     if chat in self._stalled:
                         break  # deferred again: the chunks after it wait, in order
         finally:
@@ -325,6 +370,11 @@ class Delivery:
         if delivered:
             log.info("delivery.resumed", platform=chat[0], chat=chat[1], chunks=delivered)
         return delivered
+
+    def _remember_resent(self, outbox_id: int, message_id: str) -> None:
+        self._resent[outbox_id] = message_id
+        while len(self._resent) > RESENT_KEPT:
+            self._resent.popitem(last=False)
 
     async def _deliver(self, adapter: Adapter, record: OutboxRecord) -> str | None:
         async with self._chat_locks.hold((record.platform, record.chat_id)):
@@ -336,6 +386,8 @@ class Delivery:
             return record.platform_message_id  # delivered (a failed row with an id is an edit given up)
         if record.live:
             return record.platform_message_id  # a message being streamed: only its stream writes to it
+        if not resumed and (sent := self._resent.get(record.id)) is not None:
+            return sent  # a resume sent it after these rows were queued (one of several gateways picks up)
         return await self._attempts(adapter, record, (record.platform, record.chat_id), resumed=resumed)
 
     async def _attempts(
@@ -351,10 +403,14 @@ class Delivery:
         maybe_sent = resumed or record.attempts > 0
         last_error = "no attempt made"
         if editing and resumed and record.stream == "native" and record.platform_message_id is not None:
+            if not self.may_send():
+                return None
             await self._stop_stream(adapter, record, record.platform_message_id)
         for attempt in range(1, policy.max_attempts + 1):
             try:
                 async with self.budget.write(record.platform, record.chat_id):
+                    if not self.may_send():  # asked last, after the wait for the budget
+                        return None
                     if editing and record.platform_message_id is not None:
                         await adapter.edit(record.chat_id, record.platform_message_id, text, markup=markup)
                         message_id = record.platform_message_id
@@ -431,6 +487,8 @@ class Delivery:
         message = OutboundMessage(chat_id=record.chat_id, text=text, thread_id=record.thread_id,
                                   reply_to=record.reply_to, markup=markup,
                                   nonce=nonce_for(f"{record.turn_id}#resent", record.chunk_index))  # fmt: skip
+        if not self.may_send():
+            return None
         try:
             message_id = await self._send_once(adapter, record.platform, message, plain=record.plain or text)
         except AdapterError as error:

@@ -21,6 +21,7 @@ from typing import Final
 from storage.outbox import _COLUMNS as COLUMNS
 from storage.postgres.connection import Connection
 from storage.postgres.inbox import mark_done_all
+from storage.postgres.outbox_claims import claimant, take_free_chats
 from storage.postgres.text import clean
 from storage.records import OutboxChunk, OutboxRecord
 
@@ -31,15 +32,15 @@ _CHUNKS: Final = "unnest($3::text[], $4::text[], $5::text[], $6::text[]) WITH OR
 
 _ADOPT: Final = f"""
     UPDATE outbox SET text = c.text, plain = c.plain, markup = c.markup, reply_to = c.reply_to, status = 'pending',
-                      last_error = NULL, updated_at = $2
+                      last_error = NULL, updated_at = $2, claimed_by = $7
     FROM {_CHUNKS}
     WHERE outbox.turn_id = $1 AND outbox.status = 'live' AND outbox.chunk_index = c.n - 1
 """
 
 _INSERT: Final = f"""
     INSERT INTO outbox (turn_id, platform, chat_id, thread_id, chunk_index, text, plain, markup, reply_to, created_at,
-                        updated_at)
-    SELECT $1, $7, $8, $9, c.n - 1, c.text, c.plain, c.markup, c.reply_to, $2, $2 FROM {_CHUNKS}
+                        updated_at, claimed_by)
+    SELECT $1, $7, $8, $9, c.n - 1, c.text, c.plain, c.markup, c.reply_to, $2, $2, $10 FROM {_CHUNKS}
     ORDER BY c.n
     ON CONFLICT (turn_id, chunk_index) DO NOTHING
     RETURNING {COLUMNS}
@@ -56,10 +57,12 @@ async def add(
     chunks: Sequence[OutboxChunk],
     answered: Sequence[tuple[str, str]],
     now: float,
+    claimed_by: str | None = None,
 ) -> list[OutboxRecord]:
     """Queue a reply's chunks and mark the events it answers done; its rows in chunk order (the rows queued before
     under ``turn_id`` where there are some, a live row at a chunk's place taken over: pending, with the chunk's
-    text, its message id kept)."""
+    text, its message id kept). The rows written are claimed by ``claimed_by``, a replica the caller found alive
+    (``outbox_claims.claimant``) or None."""
     if answered:
         await mark_done_all(conn, answered, now)
     if not chunks:
@@ -70,8 +73,9 @@ async def add(
         [clean(c.reply_to) for c in chunks],
     )  # fmt: skip
     # A streamed message becomes its chunk first: its row then conflicts with the insert below.
-    await conn.execute(_ADOPT, turn_id, now, *columns)
-    inserted = await conn.fetch(_INSERT, turn_id, now, *columns, clean(platform), clean(chat_id), clean(thread_id))
+    await conn.execute(_ADOPT, turn_id, now, *columns, claimed_by)
+    inserted = await conn.fetch(_INSERT, turn_id, now, *columns, clean(platform), clean(chat_id), clean(thread_id),
+                                claimed_by)  # fmt: skip
     if len(inserted) == len(chunks):
         rows = inserted  # every row is new: what RETURNING gave is what is stored
     else:
@@ -93,15 +97,17 @@ async def mark_sent(conn: Connection, *, outbox_id: int, platform_message_id: st
 
 
 async def edit(
-    conn: Connection, *, outbox_id: int, text: str, plain: str | None, markup: str | None, now: float
-) -> OutboxRecord | None:
-    """New text for a delivered chunk, the edit pending; the row as it is now, or None (nothing changed) for a row
-    that never reached the platform or is live."""
+    conn: Connection, *, outbox_id: int, text: str, plain: str | None, markup: str | None, now: float,
+    replica: str | None = None,
+) -> OutboxRecord | None:  # fmt: skip
+    """New text for a delivered chunk, the edit pending (and claimed by ``replica``, which makes it); the row as it is
+    now, or None (nothing changed) for a row that never reached the platform or is live."""
     row = await conn.fetchrow(
-        f"""UPDATE outbox SET text = $2, plain = $3, markup = $4, status = 'pending', last_error = NULL, updated_at = $5
+        f"""UPDATE outbox SET text = $2, plain = $3, markup = $4, status = 'pending', last_error = NULL, updated_at = $5,
+                              claimed_by = $6
             WHERE id = $1 AND platform_message_id IS NOT NULL AND status <> 'live'
             RETURNING {COLUMNS}""",  # noqa: S608
-        outbox_id, clean(text), clean(plain), clean(markup), now,
+        outbox_id, clean(text), clean(plain), clean(markup), now, await claimant(conn, replica),
     )  # fmt: skip
     return None if row is None else OutboxRecord(*row)
 
@@ -122,13 +128,18 @@ async def get(conn: Connection, outbox_id: int) -> OutboxRecord | None:
     return None if row is None else OutboxRecord(*row)
 
 
-async def pending(conn: Connection) -> list[OutboxRecord]:
+async def pending(conn: Connection, *, replica: str | None = None) -> list[OutboxRecord]:
     """What is to deliver, grouped by chat, in order within it; the chats in the order SQLite lists them (byte
-    order, no thread first), so both engines hand delivery the same sequence."""
+    order, no thread first), so both engines hand delivery the same sequence. With ``replica`` (one of several
+    gateways): only its own rows, after it took the free ones it could (``outbox_claims.take_free_chats``); none
+    once it expired. Inside a transaction then."""
+    if replica is not None and not await take_free_chats(conn, replica):
+        return []
     rows = await conn.fetch(
-        f"""SELECT {COLUMNS} FROM outbox WHERE status = 'pending'
-            ORDER BY platform COLLATE "C", chat_id COLLATE "C", thread_id COLLATE "C" NULLS FIRST, id"""  # noqa: S608
-    )
+        f"""SELECT {COLUMNS} FROM outbox WHERE status = 'pending' AND ($1::text IS NULL OR claimed_by = $1)
+            ORDER BY platform COLLATE "C", chat_id COLLATE "C", thread_id COLLATE "C" NULLS FIRST, id""",  # noqa: S608
+        replica,
+    )  # fmt: skip
     return [OutboxRecord(*row) for row in rows]
 
 

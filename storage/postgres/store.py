@@ -42,6 +42,7 @@ from storage.last_heard import LastHeard
 from storage.ledger import TurnEnd
 from storage.postgres import inbox, last_heard, lineage, messages, outbox, outbox_live, sessions
 from storage.postgres.connection import Connection
+from storage.postgres.outbox_claims import claimant
 from storage.postgres.lifecycle import PostgresLifecycle, retrieved
 from storage.postgres.search import search as search_messages
 from storage.records import (
@@ -280,8 +281,10 @@ class PostgresStore(PostgresLifecycle):
             now = self._clock()
             if final is not None:
                 await messages.append(conn, final.session_id, new, final.usage, now)
+            # Fenced above: a replica's rows are its own (``outbox_claims.py``), and it is alive until the commit.
             return await outbox.add(conn, turn_id=end.turn_id, platform=end.platform, chat_id=end.chat_id,
-                                    thread_id=end.thread_id, chunks=chunks, answered=answered, now=now)  # fmt: skip
+                                    thread_id=end.thread_id, chunks=chunks, answered=answered, now=now,
+                                    claimed_by=self.cluster.replica)  # fmt: skip
 
         async def write() -> list[OutboxRecord]:
             return await self._write(turn_end, what="finish turn")
@@ -295,10 +298,13 @@ class PostgresStore(PostgresLifecycle):
         """Queued at the call, after the earlier writes of the same ``turn_id``."""
         queued = tuple(OutboxChunk(text=c) if isinstance(c, str) else c for c in chunks)
 
+        async def add(conn: Connection) -> list[OutboxRecord]:
+            return await outbox.add(conn, turn_id=turn_id, platform=platform, chat_id=chat_id, thread_id=thread_id,
+                                    chunks=queued, answered=(), now=self._clock(),
+                                    claimed_by=await claimant(conn, self.cluster.replica))  # fmt: skip
+
         async def write() -> list[OutboxRecord]:
-            return await self._write(partial(outbox.add, turn_id=turn_id, platform=platform, chat_id=chat_id,
-                                             thread_id=thread_id, chunks=queued, answered=(), now=self._clock()),
-                                     what="outbox add")  # fmt: skip
+            return await self._write(add, what="outbox add")
 
         return self._queued(("turn", turn_id), write)
 
@@ -316,7 +322,7 @@ class PostgresStore(PostgresLifecycle):
         self, outbox_id: int, text: str, *, plain: str | None = None, markup: str | None = None
     ) -> OutboxRecord | None:
         return await self._row_write(outbox_id, partial(outbox.edit, outbox_id=outbox_id, text=text, plain=plain,
-                                                        markup=markup), "outbox edit")  # fmt: skip
+                                                        markup=markup, replica=self.cluster.replica), "outbox edit")  # fmt: skip
 
     async def outbox_mark_failed(self, outbox_id: int, error: str, *, give_up: bool = False) -> bool:
         return await self._row_write(outbox_id, partial(outbox.mark_failed, outbox_id=outbox_id, error=error,
@@ -326,7 +332,11 @@ class PostgresStore(PostgresLifecycle):
         return await self._read(partial(outbox.get, outbox_id=outbox_id))
 
     async def outbox_pending(self) -> list[OutboxRecord]:
-        return await self._read(outbox.pending)
+        """Every pending row; once the cluster joined (several gateways), this replica's own after it took the free
+        ones it could, whole chats at a time (``storage/postgres/outbox_claims.py``): a write then."""
+        if self.cluster.replica is None:
+            return await self._read(outbox.pending)
+        return await self._write(partial(outbox.pending, replica=self.cluster.replica), what="outbox claim")
 
     async def outbox_prune(self, older_than: float) -> int:
         return await self._write(partial(outbox.prune, older_than=older_than), what="outbox prune")
@@ -352,8 +362,8 @@ class PostgresStore(PostgresLifecycle):
 
         async def write() -> OutboxRecord:
             return await self._write(partial(outbox_live.open_row, turn_id=turn_id, platform=platform, chat_id=chat_id,
-                                             thread_id=thread_id, chunk=chunk, mode=mode, now=self._clock()),
-                                     what="outbox stream open")  # fmt: skip
+                                             thread_id=thread_id, chunk=chunk, mode=mode, now=self._clock(),
+                                             replica=self.cluster.replica), what="outbox stream open")  # fmt: skip
 
         return await self._queued(("turn", turn_id), write)
 
@@ -370,8 +380,9 @@ class PostgresStore(PostgresLifecycle):
                                      "outbox stream attempted")  # fmt: skip
 
     async def outbox_stream_close(self, outbox_id: int, text: str, *, plain: str | None = None) -> OutboxRecord | None:
-        return await self._row_write(outbox_id, partial(outbox_live.close, outbox_id=outbox_id, text=text, plain=plain),
-                                     "outbox stream close")  # fmt: skip
+        return await self._row_write(outbox_id, partial(outbox_live.close, outbox_id=outbox_id, text=text, plain=plain,
+                                                        replica=self.cluster.replica), "outbox stream close")  # fmt: skip
 
     async def outbox_live(self) -> list[OutboxRecord]:
-        return await self._read(outbox_live.live_rows)
+        """Every live row; once the cluster joined, only the free ones and this replica's (another's is its turn's)."""
+        return await self._read(partial(outbox_live.live_rows, replica=self.cluster.replica))

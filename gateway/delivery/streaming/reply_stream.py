@@ -19,7 +19,9 @@ Before the turn's answer is committed the stream is stopped (:meth:`stop`: the u
 is finished and recorded, a native stream is ended); the commit makes the streamed message the
 reply's first chunk, and delivery edits it to the final text. A turn stopped by ``/stop`` or an
 interrupt ends its message with a mark (:meth:`stopped`). Streaming is best effort: a failure
-is logged and the answer is delivered as without it.
+is logged and the answer is delivered as without it. A gateway that may no longer write to the
+platform (``Delivery.may_send``: one of several whose replica expired) shows nothing more and
+leaves the message live, for the replica that runs the turn again to take over.
 """
 
 from __future__ import annotations
@@ -185,6 +187,8 @@ class ReplyStream:
             writing = self._surface.ends_with_a_write
             try:
                 async with self._budget.write(target.platform, target.chat_id) if writing else contextlib.nullcontext():
+                    if writing and not self._delivery.may_send():
+                        return
                     await self._surface.end()
                 return
             except RateLimited as error:
@@ -199,7 +203,8 @@ class ReplyStream:
         outbox (delivered now, or after a crash on the next start). Best effort: never raises."""
         try:
             await self.stop()
-            await self._surface.close(mark)
+            if self._delivery.may_send():  # else the row stays live: its turn runs again on another replica
+                await self._surface.close(mark)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 - a stopped turn's mark never fails anything
@@ -297,6 +302,9 @@ class ReplyStream:
         )  # fmt: skip
         try:
             async with spending:
+                if not self._delivery.may_send():  # asked last, after the wait for the budget
+                    self._given_up = self._stopping = True  # another replica answers the turn's messages
+                    return
                 if tool_line:
                     await self._surface.show_tools(content)
                 else:

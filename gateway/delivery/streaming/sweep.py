@@ -3,7 +3,9 @@
 A live outbox row whose turn's inbound event is still unfinished is left alone: the turn runs
 again and adopts it (the message is edited to the answer, never posted again). Any other live
 row (its event answered, stopped or given up, or gone) ends with what it showed and the
-interrupted mark: a pending edit, sent by the outbox's resume like any other.
+interrupted mark: a pending edit, sent by the outbox's resume like any other. With several
+gateways, the store lists only the live rows that are free or this replica's: one of another live
+replica belongs to the turn it runs now.
 """
 
 from __future__ import annotations
