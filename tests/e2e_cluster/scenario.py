@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from tests.e2e_cluster.conversations import Load
+from tests.e2e_cluster.conversations import Load, Tally, tally
 from tests.e2e_cluster.replicas import Cluster
 from tests.waiting import eventually
 
@@ -29,7 +29,10 @@ async def harm_under_load(
         answered_at_harm = load.answered(telegram)
         done = await harm()
         await feeder
-        await eventually(lambda: load.all_answered(telegram), "a reply naming every message", timeout=HANG_GUARD)
+        try:
+            await eventually(lambda: load.all_answered(telegram), "a reply naming every message", timeout=HANG_GUARD)
+        except AssertionError as failure:
+            raise AssertionError(f"{failure}; so far {shortly(tally(load, telegram))}") from None
         for replica in cluster.running():
             assert replica.running, cluster.failed(replica)
     finally:
@@ -38,3 +41,9 @@ async def harm_under_load(
         codes = await cluster.stop()
     assert answered_at_harm < load.total, "the harm did not come in the middle of the load"
     return done, answered_at_harm, codes
+
+
+def shortly(counted: Tally) -> str:
+    return (f"{len(counted.lost)} lost ({', '.join(counted.lost[:10])}...), {len(counted.duplicated)} duplicated "
+            f"({', '.join(counted.duplicated[:10])}), {len(counted.out_of_order)} chats out of order, "
+            f"{len(counted.misdirected)} replies misdirected")  # fmt: skip
