@@ -26,10 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
-import aiohttp
 from aiohttp import web
 
-HOP_BY_HOP = {"host", "content-length", "transfer-encoding", "connection", "content-encoding", "keep-alive"}
+from tests.fakes.catch_all_proxy import HOP_BY_HOP, CatchAllProxy
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,44 +46,21 @@ class Call:
     """perf_counter() when the answer came back from the emulator."""
 
 
-class WatchProxy:
+class WatchProxy(CatchAllProxy):
     """An HTTP proxy on 127.0.0.1 in front of ``upstream`` (``http://host:port``) that records every call."""
 
     def __init__(self, platform: str, upstream: str) -> None:
+        super().__init__()
         self.platform = platform
         self.upstream = upstream.rstrip("/")
-        self.port = 0
         self.calls: list[Call] = []
         self.listeners: list[Callable[[Call], None]] = []
-        self._runner: web.AppRunner | None = None
-        self._session: aiohttp.ClientSession | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    async def start(self) -> None:
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None), auto_decompress=True)
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_route("*", "/{tail:.*}", self._forward)
-        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-        if self._session is not None:
-            await self._session.close()
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
-        assert self._session is not None
         body = await request.read()
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         url = self.upstream + str(request.rel_url)
-        forwarded = self._session.request(request.method, url, headers=headers, data=body, allow_redirects=False)
+        forwarded = self.session.request(request.method, url, headers=headers, data=body, allow_redirects=False)
         async with forwarded as upstream:
             payload = await upstream.read()
             answered = time.perf_counter()
