@@ -95,7 +95,7 @@ async def _serve(
             report_blockers([problem])
             return EXIT_CONFIG
     try:
-        # In cluster mode the replicas share the database on purpose: no gateway lock (gateway/cluster/).
+        # In cluster mode the replicas hold the gateway lock shared, and keep out a gateway that wants it alone.
         store = await open_configured_store(loaded, wait_for_server=True, exclusive=True)
     except DatabaseInUseError as error:  # another gateway on this PostgreSQL database, as AlreadyRunning on SQLite
         return refuse_start(error)
