@@ -108,7 +108,9 @@ class Gateway:
         fence = self.replica.check if self.replica is not None else None
         self.connections = None if cluster is None else ConnectionLeases(cluster, self._adapters, self.metrics)
         """Cluster mode: which replica receives on each connection only one may hold (the rest only send)."""
-        self._cluster = ClusterHealth(self.replica, self.metrics) if self.replica is not None else None
+        self._cluster = None if self.replica is None else ClusterHealth(
+            self.replica, self.metrics, on_count=lambda alive: self.delivery.budget.share_with(alive)
+        )  # each replica sends its share of every platform's overall rate
         self.delivery = Delivery(
             store,
             self._by_platform,

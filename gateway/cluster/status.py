@@ -10,6 +10,7 @@ clock, as expiries are, never by comparing two machines' clocks.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -127,15 +128,21 @@ class ClusterHealth:
     """The ``cluster`` entry of /health for this replica, and the ``switchboard_cluster_replicas`` gauge: both from a
     fresh view, read on every /health request and at every scan of the replica (:meth:`refresh`)."""
 
-    def __init__(self, me: Replica, metrics: Metrics, *, timeout: float = READ_TIMEOUT) -> None:
+    def __init__(
+        self, me: Replica, metrics: Metrics, *, timeout: float = READ_TIMEOUT,
+        on_count: Callable[[int], None] = lambda alive: None,
+    ) -> None:  # fmt: skip
+        """``on_count``: told how many replicas are alive after every fresh view (the send budget shares by it)."""
         self._me = me
         self._metrics = metrics
         self._timeout = timeout
+        self._on_count = on_count
         me.on_scan(self.refresh)
 
     async def _view(self) -> ClusterView:
         view = await asyncio.wait_for(read_view(self._me.storage), timeout=self._timeout)
         self._metrics.cluster_replicas.value = view.alive
+        self._on_count(view.alive)
         return view
 
     async def refresh(self) -> None:

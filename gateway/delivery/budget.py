@@ -126,6 +126,11 @@ class ChatBudget:
         self._sweep_at = _SWEEP_AT
         self._share = 1
 
+    @property
+    def share(self) -> int:
+        """How many gateways share each platform's overall rate (1 outside a cluster)."""
+        return self._share
+
     def share_with(self, replicas: int) -> None:
         """Several gateways (a cluster) send for the same bots: each keeps to its part of every platform's overall
         rate (``count // replicas``, at least one call), so together they stay inside it. Chats keep their own rate:

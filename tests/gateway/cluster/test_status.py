@@ -76,6 +76,7 @@ async def test_health_and_metrics_show_this_replica_what_it_holds_and_the_replic
 
     _, page = await get(a, "/metrics")
     assert "switchboard_cluster_replicas 2.0" in page, [line for line in page.splitlines() if "cluster" in line]
+    assert a.gateway.delivery.budget.share == 2, "each of the two sends half of a platform's overall rate"
 
 
 async def test_without_cluster_mode_health_has_no_cluster_entry(start_gateway: GatewayFactory) -> None:
