@@ -38,7 +38,7 @@ from gateway.cluster.connections import ConnectionLeases
 from gateway.cluster.dispatch import SessionDispatch
 from gateway.cluster.outbox_claims import pick_up_left_chunks
 from gateway.cluster.replica import Replica
-from gateway.cluster.status import ClusterHealth
+from gateway.cluster.status import ClusterHealth, config_fingerprint
 from gateway.commands.handlers import CommandHandlers
 from gateway.turn.conversations import Conversations
 from gateway.operations.alerts import Alerts
@@ -111,6 +111,9 @@ class Gateway:
         self._cluster = None if self.replica is None else ClusterHealth(
             self.replica, self.metrics, on_count=lambda alive: self.delivery.budget.share_with(alive)
         )  # each replica sends its share of every platform's overall rate
+        if self.replica is not None:
+            fingerprint = config_fingerprint(settings)
+            self.replica.report("config", lambda: fingerprint)
         self.delivery = Delivery(
             store,
             self._by_platform,

@@ -10,12 +10,15 @@ clock, as expiries are, never by comparing two machines' clocks.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import hashlib
+import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import structlog
+from pydantic import BaseModel
 
 from storage.cluster import ClaimRecord, ClusterStorage, LeaseRecord, ReplicaRecord
 
@@ -162,3 +165,10 @@ class ClusterHealth:
                 "error": f"the cluster's state could not be read: {reason}"[:300]
             }
         return view.health(self._me)
+
+
+def config_fingerprint(settings: BaseModel) -> str:
+    """A short digest of the configuration as loaded (secrets masked, the replica's own name left out): replicas that
+    show different ones run different configurations, which ``switchboard cluster status`` points out."""
+    shown = settings.model_dump(mode="json", exclude={"cluster": {"replica_id"}})
+    return hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()[:12]

@@ -116,6 +116,7 @@ def as_json(view: ClusterView, database: str, *, sessions: int = 0) -> dict[str,
             {"name": r.name, "id": r.id, "host": r.host, "pid": r.pid, "version": r.version, "alive": r.alive,
              "started_at": r.started_at, "seen_s_ago": view.since(r.seen_at),
              "expires_in_s": round(r.expires_at - view.now, 1), "sessions_claimed": claimed[r.id],
+             "config": r.info.get("config"),
              "leases": [lease.name for lease in view.leases_of(r.id)]}
             for r in view.replicas
         ],
@@ -147,6 +148,7 @@ def render(view: ClusterView, database: str, *, sessions: int = 0) -> str:
             ["NAME", "INCARNATION", "HOST", "PID", "STATE", "SEEN", "VERSION", "SESSIONS", "LEASES"],
             [_replica_row(view, r, claimed[r.id]) for r in view.replicas],
         ))  # fmt: skip
+        lines += _configs(view)
     else:
         lines.append("  none: no replica in cluster mode has beaten within the last minute")
     lines += ["", f"Leases: {len(view.leases)}"]
@@ -164,6 +166,19 @@ def render(view: ClusterView, database: str, *, sessions: int = 0) -> str:
         if len(view.claims) > len(shown):
             lines.append(f"  ... and {len(view.claims) - len(shown)} more (--sessions N shows more)")
     return "\n".join(lines)
+
+
+def _configs(view: ClusterView) -> list[str]:
+    """A warning when the replicas alive run different configurations (each reports a digest of its own)."""
+    digests: dict[str, list[str]] = {}
+    for replica in view.replicas:
+        if replica.alive and replica.info.get("config"):
+            digests.setdefault(str(replica.info["config"]), []).append(replica.name)
+    if len(digests) <= 1:
+        return []
+    which = "; ".join(f"{', '.join(names)}: {digest}" for digest, names in digests.items())
+    return [f"WARNING: the replicas run different configurations ({which}); give each the same config.yaml and "
+            "restart them one at a time"]
 
 
 def _replica_row(view: ClusterView, replica: ReplicaRecord, sessions: int) -> Sequence[str]:

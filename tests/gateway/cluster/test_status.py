@@ -150,6 +150,22 @@ async def test_cluster_status_prints_the_replicas_the_leases_and_the_sessions_cl
     assert held["holder_expires_in_s"] > 0
     assert document["sessions_claimed"] == {"total": 1, "complete": True, "by_replica": {a.gateway.replica.id: 1}}
     assert "sessions" not in document  # only with --verbose
+    assert len({r["config"] for r in document["replicas"]}) == 1 and "WARNING" not in lines[0]
+
+
+async def test_cluster_status_warns_when_the_replicas_run_different_configurations(
+    postgres_dsn: str, start_gateway: GatewayFactory, tmp_path: Path, model_server: ModelServer
+) -> None:
+    await start_gateway(cluster(postgres_dsn, "r-a"), home=tmp_path / "a")
+    await start_gateway(cluster(postgres_dsn, "r-b") | {"sessions": {"debounce_ms": 400}}, home=tmp_path / "b")
+    home = cli_home(tmp_path, model_server, {"url": postgres_dsn})
+
+    async def warned() -> str | None:
+        done = await asyncio.to_thread(status, home)
+        return done.stdout if "different configurations" in done.stdout else None
+
+    shown = await eventually(warned, "the replicas' beats to carry their configurations")
+    assert "WARNING" in shown and "r-a:" in shown and "r-b:" in shown
 
 
 async def test_cluster_status_on_a_sqlite_home_says_it_needs_postgresql(tmp_path: Path, model_server: ModelServer) -> None:
