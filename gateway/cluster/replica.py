@@ -114,14 +114,20 @@ class Replica:
         ]
         await self._run(self._joined, "cluster.joined_handler_failed")
 
-    async def stop(self) -> None:
-        """Stop beating and scanning, and leave: whatever this replica holds falls free for the others at once."""
+    async def halt(self) -> None:
+        """Stop beating, scanning and listening without leaving: to the others this replica dies, and its work moves
+        once its expiry passes (what a crash looks like; tests use it)."""
         self._stopping = True
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._listener is not None:
             await self._listener.close()
+            self._listener = None
+
+    async def stop(self) -> None:
+        """Stop beating and scanning, and leave: whatever this replica holds falls free for the others at once."""
+        await self.halt()
         if self.alive():
             try:
                 await asyncio.wait_for(self._storage.leave(), timeout=10)
@@ -149,7 +155,7 @@ class Replica:
                 continue
             sent = self._monotonic()
             try:
-                info = {key: provider() for key, provider in self._reports.items()}
+                info = self._info()
                 expiry = await asyncio.wait_for(
                     self._storage.beat(self._settings.expire_after, info), timeout=max(0.1, self._valid_until - sent)
                 )  # fmt: skip
@@ -163,6 +169,16 @@ class Replica:
                 await self._expire("the database says it expired (it was paused or cut off)")
             elif self.id:
                 self._valid_until = sent + self._settings.expire_after - self._margin
+
+    def _info(self) -> dict[str, Any]:
+        """What the parts report for the heartbeat; one that fails is left out (the beat itself must go)."""
+        info: dict[str, Any] = {}
+        for key, provider in self._reports.items():
+            try:
+                info[key] = provider()
+            except Exception as error:  # noqa: BLE001 - a report is a nicety; a missed beat loses the replica's work
+                log.warning("cluster.report_failed", key=key, error=str(error))
+        return info
 
     async def _expire(self, reason: str) -> None:
         """The incarnation is dead: drop what it held, then join again (until the database answers)."""

@@ -91,10 +91,7 @@ async def die(replica: Replica) -> None:
     never leaves (its gateway object stays, as a process frozen for good would: its turn may still try to answer)."""
     cluster = replica.gateway.replica
     assert cluster is not None
-    for task in cluster._tasks:
-        task.cancel()
-    await asyncio.gather(*cluster._tasks, return_exceptions=True)
-    await cluster._listener.close()
+    await cluster.halt()
 
 
 def answer_naming_the_message(record: RequestRecord) -> Text:
