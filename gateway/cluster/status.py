@@ -128,8 +128,8 @@ async def read_view(
 
 
 class ClusterHealth:
-    """The ``cluster`` entry of /health for this replica, and the ``switchboard_cluster_replicas`` gauge: both from a
-    fresh view, read on every /health request and at every scan of the replica (:meth:`refresh`)."""
+    """The ``cluster`` entry of /health for this replica, from a fresh view read on every /health request, and the
+    ``switchboard_cluster_replicas`` gauge, set then and at every scan of the replica (:meth:`refresh`)."""
 
     def __init__(
         self, me: Replica, metrics: Metrics, *, timeout: float = READ_TIMEOUT,
@@ -144,16 +144,22 @@ class ClusterHealth:
 
     async def _view(self) -> ClusterView:
         view = await asyncio.wait_for(read_view(self._me.storage), timeout=self._timeout)
-        self._metrics.cluster_replicas.value = view.alive
-        self._on_count(view.alive)
+        self._counted(view.alive)
         return view
 
+    def _counted(self, alive: int) -> None:
+        self._metrics.cluster_replicas.value = alive
+        self._on_count(alive)
+
     async def refresh(self) -> None:
-        """Set the gauge of replicas alive from a fresh view (a failed read leaves it as it was)."""
+        """Set the gauge of replicas alive (and tell ``on_count``) from the replicas alone: every scan runs this, and
+        the leases and claims a whole view reads are for /health (a failed read leaves the count as it was)."""
         try:
-            await self._view()
+            replicas = await asyncio.wait_for(self._me.storage.replicas(seen_within=SEEN_WITHIN), timeout=self._timeout)
         except Exception as error:  # noqa: BLE001 - the next scan tries again
             log.warning("cluster.view_unread", error=str(error) or type(error).__name__)
+            return
+        self._counted(sum(replica.alive for replica in replicas))
 
     async def entry(self) -> dict[str, Any]:
         """The /health entry; a view that cannot be read is reported (the database entry says why the server fails)."""
