@@ -22,7 +22,7 @@ The model (``storage/postgres/cluster.py`` has the SQL):
 * **Outbox chunks** are claimed by the replica that sends them (``claimed_by``, PostgreSQL
   migration 2); a dead replica's chunks fall free when it is reaped.
 * **Fenced writes:** the engine's ``finish_turn`` and ``outbox_mark_sent`` check, in their own
-  transaction, that this process's incarnation is alive (row lock shared with :meth:`reap`),
+  transaction, that this process's incarnation is alive (a row lock a :meth:`reap` passes over until the commit),
   once :meth:`join` told the store who it is; they raise :class:`ReplicaExpiredError` otherwise.
 * **Signals** (LISTEN/NOTIFY): :meth:`notify` sends a small JSON object to every replica
   listening (:meth:`listen`); nothing is guaranteed to arrive (a replica that was away misses

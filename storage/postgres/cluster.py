@@ -6,8 +6,9 @@ statements lean on the foreign keys of migration 2: deleting a replica's row (:m
 
 Fences: a write of a replica that must not land once it expired first takes ``FOR KEY SHARE`` on its own
 replica row, still unexpired (:func:`hold_alive`). That lock does not stop the heartbeat (an ``UPDATE`` of
-other columns), but it does stop a reap (a ``DELETE``) until the write commits; so a reap, and whatever a
-new holder then reads, always comes after the fenced write or finds it refused.
+other columns), but a reap (a ``DELETE ... FOR UPDATE SKIP LOCKED``) passes over that replica until the write
+commits; so a reap, and whatever a new holder then reads, always comes after the fenced write or finds it
+refused. A write left open by a frozen process is ended by the server (:data:`HELD_IDLE_MS`).
 """
 
 from __future__ import annotations

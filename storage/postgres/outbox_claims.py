@@ -49,7 +49,7 @@ _TAKE_FREE_CHATS: Final = """
 
 async def claimant(conn: Connection, replica: str | None) -> str | None:
     """``replica`` while its incarnation is alive on the server's clock, its row held against a reap until the
-    transaction ends (``cluster.hold_alive``: a reap waits, and frees what this transaction claims); None when it
+    transaction ends (``cluster.hold_alive``: a reap passes over it, and then frees what this transaction claims); None when it
     expired or was reaped, or for none."""
     if replica is None:
         return None

@@ -14,7 +14,10 @@ from tests.fakes.telegram_api import TelegramAPI
 
 async def check_settled(dsn: str, load: Load, telegram: TelegramAPI) -> None:
     result = tally(load, telegram)
-    assert (result.lost, result.duplicated, result.out_of_order, result.misdirected) == ([], [], {}, [])
+    assert (result.lost, result.duplicated, result.out_of_order, result.misdirected) == ([], [], {}, []), (
+        f"lost {result.lost}, duplicated {result.duplicated}, out of order {result.out_of_order}, "
+        f"misdirected {result.misdirected}"
+    )
     store = await open_store(dsn)
     try:
         assert await store.inbox_unfinished() == []
