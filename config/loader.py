@@ -123,7 +123,12 @@ class LoadedConfig:
             f"alerts.webhooks.{index}.{key}" for index, webhook in enumerate(self.settings.alerts.webhooks)
             for key in ("url", *(f"headers.{name}" for name in webhook.headers))
         ]  # fmt: skip
-        return [*MODEL_SECRET_PATHS, *declared_secrets(type(self.settings)), *fallbacks, *transcription, *webhooks]
+        servers = [
+            f"tools.mcp_servers.{index}.{key}" for index, server in enumerate(self.settings.tools.mcp_servers)
+            for key in (*(f"env.{name}" for name in server.env), *(f"headers.{name}" for name in server.headers))
+        ]  # fmt: skip
+        return [*MODEL_SECRET_PATHS, *declared_secrets(type(self.settings)), *fallbacks, *transcription, *webhooks,
+                *servers]
 
     def secrets(self) -> list[str]:
         """Every configured secret value, for log redaction."""

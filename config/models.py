@@ -30,6 +30,7 @@ from config.fields import (
 )
 from config.alerts import AlertsConfig
 from config.cluster import ClusterConfig
+from config.tools import ToolsConfig
 from config.liveness import CatchUpConfig, LivenessConfig
 from config.media import MediaConfig
 from config.secret_variables import SecretVariable
@@ -475,6 +476,7 @@ class Settings(Section):
     catch_up: CatchUpConfig = CatchUpConfig()
     alerts: AlertsConfig = AlertsConfig()
     cluster: ClusterConfig = ClusterConfig()
+    tools: ToolsConfig = ToolsConfig()
 
     @field_validator("alerts")
     @classmethod
@@ -486,6 +488,19 @@ class Settings(Section):
                 "chats {targets}: the part before the colon must be a platform ({platforms})",
                 {"targets": listing(unknown), "platforms": ", ".join(PlatformsConfig.model_fields)},
             )
+        return value
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_rules_on_known_platforms(cls, value: ToolsConfig) -> ToolsConfig:
+        unknown = sorted({platform for server in value.mcp_servers for rule in server.allow for platform in rule.platforms
+                          if platform not in PlatformsConfig.model_fields})  # fmt: skip
+        if unknown:
+            raise PydanticCustomError(
+                "tool_rule_platform", "tools.mcp_servers: allow rules name platforms there are none of: {names} "
+                "(platforms are {platforms})",
+                {"names": ", ".join(unknown), "platforms": ", ".join(PlatformsConfig.model_fields)},
+            )  # fmt: skip
         return value
 
     @model_validator(mode="after")

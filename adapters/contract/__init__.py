@@ -1,7 +1,7 @@
 """The adapter contract: everything that crosses between a platform adapter and the gateway.
 
 :mod:`.events` holds the messages (inbound, outbound, attachments, chat types,
-markup dialects, the command menu), :mod:`.errors` what an adapter raises and
+markup dialects, the command menu), :mod:`.buttons` buttons under a message and their presses, :mod:`.errors` what an adapter raises and
 how it translates its platform's exceptions, :mod:`.adapter` the
 :class:`Adapter` base class (and, in its docstring, what a new platform must
 provide) with its capabilities, status and access settings, and
@@ -25,6 +25,7 @@ from adapters.contract.adapter import (
     Probe,
     Where,
 )
+from adapters.contract.buttons import BUTTON_ID, Button, ButtonListener, ButtonPress
 from adapters.contract.errors import (
     AdapterError,
     Attempt,
@@ -61,6 +62,10 @@ __all__ = [
     "AdapterStatus",
     "Attachment",
     "Attempt",
+    "BUTTON_ID",
+    "Button",
+    "ButtonListener",
+    "ButtonPress",
     "Capabilities",
     "CatchUpPoint",
     "CatchUpWindow",

@@ -49,6 +49,7 @@ from enum import StrEnum
 from types import TracebackType
 from typing import Any, ClassVar, Literal, Self
 
+from adapters.contract.buttons import Button, ButtonListener
 from adapters.contract.errors import AdapterError, MediaUnavailable, StreamingUnsupported
 from adapters.contract.events import Attachment, ChatType, CommandMenu, InboundMessage, Markup, OutboundMessage
 from adapters.contract.liveness import CatchUpPoint, CatchUpWindow, GapListener, Liveness
@@ -126,6 +127,8 @@ class Adapter(abc.ABC):
 
     platform: ClassVar[str]
     capabilities: ClassVar[Capabilities]
+    supports_buttons: ClassVar[bool] = False
+    """Whether :meth:`send_choice` and :meth:`close_choice` work here (buttons under a message, see :mod:`.buttons`)."""
     platform_hint: ClassVar[str] = ""
     """What the model is told about answering on this platform (formatting that renders, message length);
     the gateway hands it to the agent for each new session, unless ``agent.platform_hints`` replaces it."""
@@ -156,6 +159,9 @@ class Adapter(abc.ABC):
         self.commands = CommandMenu()
         """The chat commands the gateway answers (set by ``gateway.adapter_loader`` before start). An
         adapter whose platform shows a menu of commands publishes them when it starts; others ignore it."""
+        self.on_button: ButtonListener | None = None
+        """Told when someone presses a button of a message sent with :meth:`send_choice` (set by the gateway
+        before start; see :mod:`.buttons`)."""
         self.on_gap: GapListener | None = None
         """Told when the connection was rebuilt in a way that may have lost events (set by the gateway
         before start; see :mod:`.liveness`)."""
@@ -208,6 +214,19 @@ class Adapter(abc.ABC):
     async def edit(self, chat_id: str, message_id: str, text: str, *, markup: Markup = Markup.PLAIN) -> None:
         """Replace the text of a message the bot sent."""
         raise AdapterError(f"{self.platform} messages cannot be edited")
+
+    async def send_choice(
+        self, chat_id: str, text: str, buttons: Sequence[Button], *, thread_id: str | None = None,
+        reply_to: str | None = None,
+    ) -> str:
+        """Send plain ``text`` with ``buttons`` in one row under it; returns the message id. Presses come to
+        ``on_button``. Only where :attr:`supports_buttons`; raises the delivery errors of :mod:`.errors`."""
+        raise AdapterError(f"the {self.platform} adapter cannot show buttons")
+
+    async def close_choice(self, chat_id: str, message_id: str, text: str) -> None:
+        """Replace the text of a message sent with :meth:`send_choice` by ``text`` and remove its buttons
+        (the question is answered or expired). Raises the delivery errors of :mod:`.errors`."""
+        raise AdapterError(f"the {self.platform} adapter cannot show buttons")
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         """Show a typing indicator for a few seconds (the gateway refreshes it). Default: nothing."""

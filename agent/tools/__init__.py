@@ -7,7 +7,16 @@ Adding a tool takes one module: a :class:`Tool` subclass, listed in
 from __future__ import annotations
 
 from agent.tools.memory_tool import MemoryTool
-from agent.tools.registry import BoundTools, ScopedSearchFunction, SearchFunction, Tool, ToolContext, ToolRegistry
+from agent.tools.registry import (
+    BoundTools,
+    ScopedSearchFunction,
+    SearchFunction,
+    Tool,
+    ToolContext,
+    ToolImage,
+    ToolRegistry,
+    ToolResult,
+)
 from agent.tools.session_search import SessionSearchTool
 
 __all__ = [
@@ -18,7 +27,9 @@ __all__ = [
     "SessionSearchTool",
     "Tool",
     "ToolContext",
+    "ToolImage",
     "ToolRegistry",
+    "ToolResult",
     "default_registry",
 ]
 

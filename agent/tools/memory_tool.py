@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 from agent.memory import MemoryResult, MemoryStore, MemoryTarget
 from agent.tools.registry import Tool, ToolContext
@@ -28,9 +28,9 @@ DESCRIPTION: Final = (
 class MemoryTool(Tool):
     """Edits the session's memory store, :attr:`ToolContext.memory`."""
 
-    name: ClassVar[str] = "memory"
-    description: ClassVar[str] = DESCRIPTION
-    parameters: ClassVar[dict[str, Any]] = {
+    name = "memory"
+    description = DESCRIPTION
+    parameters: dict[str, Any] = {
         "type": "object",
         "properties": {
             "action": {"type": "string", "enum": ["add", "replace", "remove"]},

@@ -13,6 +13,13 @@ hold no state of their own and one registry serves every session::
 Tools report expected failures (bad arguments, a full memory file) as text the
 model can act on. Only truly unexpected errors are raised; the agent loop turns
 those into an error result too.
+
+A built-in tool sets its name, description and schema on the class; a tool that
+wraps something only known at run time (one of an MCP server's tools, built by
+the gateway) sets them on the instance. ``run`` returns the text for the model,
+or a :class:`ToolResult` when there is more than text (pictures). The registry
+changes while the gateway runs (a tool server starts, stops or changes its
+list): :meth:`ToolRegistry.replace` swaps one source's tools at once.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 import structlog
 
@@ -65,17 +72,48 @@ class ToolContext:
     when the gateway offers none."""
 
 
-class Tool(abc.ABC):
-    """One capability the model can call. Subclasses set the three class attributes."""
+@dataclass(frozen=True, slots=True)
+class ToolImage:
+    """A picture a tool returned (the bytes as the tool gave them)."""
 
-    name: ClassVar[str]
-    description: ClassVar[str]
-    parameters: ClassVar[Mapping[str, Any]]
+    data: bytes
+    mime: str
+    """image/png, image/jpeg, image/gif or image/webp."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool returns when there is more than text: the text, pictures, and whether it failed."""
+
+    text: str
+    images: tuple[ToolImage, ...] = ()
+    is_error: bool = False
+    """The tool ran and reports a failure (``text`` says what); the model reads it like any result."""
+
+
+class Tool(abc.ABC):
+    """One capability the model can call: a name, a description and a schema, on the class or the instance."""
+
+    name: str
+    """What the model calls it: 1-64 letters, digits, '_' or '-' (:data:`TOOL_NAME`)."""
+    description: str
+    parameters: Mapping[str, Any]
     """A JSON Schema (``"type": "object"``) for the arguments."""
+    source: str = ""
+    """Where the tool comes from, for people: "" for a built-in tool, else the name of the tool server
+    (an MCP server's name in ``tools.mcp_servers``)."""
+    title: str = ""
+    """The tool's own name as people see it (progress messages, logs): "" means :attr:`name`."""
+
+    @property
+    def label(self) -> str:
+        """``source.title`` (``github.search_issues``) for a server's tool, the name for a built-in one."""
+        own = self.title or self.name
+        return f"{self.source}.{own}" if self.source else own
 
     @abc.abstractmethod
-    async def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
-        """Do the work and return the text the model reads.
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> str | ToolResult:
+        """Do the work and return the text the model reads (or a :class:`ToolResult`).
 
         ``arguments`` have already been checked against :attr:`parameters`.
         """
@@ -136,6 +174,26 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         self._specs = None
 
+    def replace(self, source: str, tools: Iterable[Tool]) -> None:
+        """Make ``tools`` the tools of ``source`` (a tool server's name): its earlier ones go, all at once.
+
+        Tools of other sources stay; a name another source already uses is a ``ValueError`` (and
+        nothing changes). ``source`` must not be "" (the built-in tools are not replaced).
+        """
+        if not source:
+            raise ValueError("replace() is for a tool server's tools; built-in tools are registered once")
+        kept = {name: tool for name, tool in self._tools.items() if tool.source != source}
+        for tool in tools:
+            if tool.source != source:
+                raise ValueError(f"tool {tool.name!r} comes from {tool.source!r}, not {source!r}")
+            if not TOOL_NAME.match(tool.name):
+                raise ValueError(f"tool name {tool.name!r} must be 1-64 letters, digits, '_' or '-'")
+            if tool.name in kept:
+                raise ValueError(f"a tool named {tool.name!r} is already registered")
+            kept[tool.name] = tool
+        self._tools = kept
+        self._specs = None
+
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
@@ -165,7 +223,7 @@ class ToolRegistry:
             self._specs = tuple(ToolSpec(**schema) for schema in self.schemas())
         return list(self._specs)
 
-    async def dispatch(self, name: str, arguments: Mapping[str, Any] | str, context: ToolContext) -> str:
+    async def dispatch(self, name: str, arguments: Mapping[str, Any] | str, context: ToolContext) -> str | ToolResult:
         """Run tool ``name``; unknown tools and bad arguments come back as error text."""
         tool = self._tools.get(name)
         if tool is None:
@@ -206,5 +264,5 @@ class BoundTools:
     def specs(self) -> list[ToolSpec]:
         return self.registry.specs()
 
-    async def call(self, call: ToolCall) -> str:
+    async def call(self, call: ToolCall) -> str | ToolResult:
         return await self.registry.dispatch(call.name, call.arguments, self.context)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 from agent.tools.registry import Tool, ToolContext
 
@@ -29,9 +29,9 @@ DESCRIPTION: Final = (
 class SessionSearchTool(Tool):
     """Calls :attr:`ToolContext.search` and formats the hits for the model."""
 
-    name: ClassVar[str] = "session_search"
-    description: ClassVar[str] = DESCRIPTION
-    parameters: ClassVar[dict[str, Any]] = {
+    name = "session_search"
+    description = DESCRIPTION
+    parameters: dict[str, Any] = {
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "Keywords to look for."},
