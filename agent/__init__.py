@@ -17,6 +17,11 @@ What the user of this package gives it (the gateway, built from the configuratio
   (the home's media folder), by the ``sha256`` of each :class:`MediaPart`; whether the main model
   sees pictures is ``Agent.vision`` / ``AgentSession.vision`` (from ``ModelTarget.vision``, else
   :func:`vision_default`).
+- ``pictures``: a :class:`MediaSink` that keeps the pictures tools return (the same folder,
+  after the downscaling users' photos get) and says what it kept (:class:`KeptImage`).
+- Per new session, the tools it is offered (:meth:`Agent.offer`, as :class:`ToolSpec` s), for
+  the caller to store (:func:`specs_json`) and give back when the session is reopened
+  (:func:`specs_from_json`).
 - Per session: its id, the platform as a plain name, whose memory it uses (a
   :class:`MemoryScope`), and its history as :class:`ChatMessage` s; the agent gives back the
   turn's messages, usage and any compaction (:class:`CompressionResult`) for the caller to store.
@@ -30,17 +35,29 @@ from agent.caching import CachePolicy, cache_policy
 from agent.compressor import CompressionResult, ContextEngine
 from agent.core import Agent, AgentSession, AgentSettings
 from agent.errors import ErrorKind, ModelUnavailableError, ProviderError
-from agent.media import ANTHROPIC_MAX_EDGE, ANTHROPIC_MAX_PIXELS, MediaPart, MediaSource, image_tokens, part_tokens, standin, vision_default
+from agent.media import (
+    ANTHROPIC_MAX_EDGE,
+    ANTHROPIC_MAX_PIXELS,
+    KeptImage,
+    MediaPart,
+    MediaSink,
+    MediaSource,
+    image_tokens,
+    part_tokens,
+    standin,
+    vision_default,
+)
 from agent.memory import LOCK_FILE as MEMORY_LOCK_FILE
 from agent.memory import MemoryStore, MemoryTarget, make_private_dirs
 from agent.memory_scopes import MemoryBank, MemoryScope, holds_legacy_memory, move_legacy
 from agent.messages import ChatMessage, ToolCall
 from agent.prompt import combine_ephemeral
 from agent.providers import make_provider
-from agent.providers.base import ModelRequest, ModelResponse, Provider
+from agent.providers.base import ModelRequest, ModelResponse, Provider, ToolSpec
 from agent.providers.router import ModelRouter, ModelTarget
 from agent.tokens import estimate_message, estimate_text
 from agent.tools import ScopedSearchFunction
+from agent.tools.offer import specs_from_json, specs_json
 from agent.usage import Price, PriceTable, Usage
 
 __all__ = [
@@ -54,8 +71,10 @@ __all__ = [
     "CompressionResult",
     "ContextEngine",
     "ErrorKind",
+    "KeptImage",
     "MEMORY_LOCK_FILE",
     "MediaPart",
+    "MediaSink",
     "MediaSource",
     "MemoryBank",
     "MemoryScope",
@@ -72,6 +91,7 @@ __all__ = [
     "ProviderError",
     "ScopedSearchFunction",
     "ToolCall",
+    "ToolSpec",
     "Usage",
     "cache_policy",
     "combine_ephemeral",
@@ -83,6 +103,8 @@ __all__ = [
     "make_provider",
     "move_legacy",
     "part_tokens",
+    "specs_from_json",
+    "specs_json",
     "standin",
     "vision_default",
 ]

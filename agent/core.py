@@ -6,7 +6,12 @@ registry, the memory store, settings). :meth:`Agent.open_session` gives an
 compressor (with its back-off state and previous summary), its cache-TTL
 advisor and its bound tools. The gateway keeps sessions while they are active
 and reopens them from storage after a restart, passing back the stored
-system-prompt snapshot so the cached prefix stays byte-identical.
+system-prompt snapshot and tool list so the cached prefix stays byte-identical.
+
+A session's tools are fixed when it starts (:mod:`agent.tools.offer`): :meth:`Agent.offer`
+picks them from the registry (all of them, or the names the caller allows the session's
+person), :meth:`Agent.build_prompt` speaks of those and no others, and :meth:`Agent.open_session`
+offers the model exactly those specs on every call, whatever the registry holds by then.
 
 The agent knows nothing of platforms' libraries or of the database: the
 platform is a name, the search function, the home directory and where the bytes
@@ -22,7 +27,7 @@ import asyncio
 import datetime as dt
 import functools
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -32,14 +37,16 @@ from agent.compressor import CompressionResult, ContextCompressor
 from agent.context_window import context_length
 from agent.identity import seed_soul
 from agent.loop import LoopSettings, ToolLoop, TurnObserver, TurnResult
-from agent.media import MediaSource
+from agent.media import MediaSink, MediaSource
 from agent.memory_scopes import MemoryBank, MemoryScope
 from agent.messages import ChatMessage
 from agent.prompt import PromptInputs, SystemPrompt, build_system_prompt
 from agent.providers.router import ModelRouter
 from agent.summarizer import ModelSummarizer
 from agent.tokens import estimate_message
+from agent.providers.base import ToolSpec
 from agent.tools import ScopedSearchFunction, SearchFunction, ToolContext, ToolRegistry, default_registry
+from agent.tools.offer import SessionTools, offered
 from agent.usage import PriceTable
 
 
@@ -72,9 +79,12 @@ class Agent:
         tools: ToolRegistry | None = None,
         prices: PriceTable | None = None,
         media: MediaSource | None = None,
+        pictures: MediaSink | None = None,
     ) -> None:
         """``media``: where the bytes of users' pictures and documents are read (the gateway's media
-        folder); None sends every part as a stand-in."""
+        folder); None sends every part as a stand-in. ``pictures``: where the pictures tools return
+        are kept (the same folder, after the downscaling users' photos get); None: a line in the
+        tool's result says they are not shown."""
         self.settings = settings
         self.router = router
         self._summary_router = summary_router or router
@@ -83,6 +93,7 @@ class Agent:
         self.tools = tools or default_registry(session_search=search is not None)
         self.prices = prices or PriceTable()
         self._media = media
+        self._pictures = pictures
         primary = router.primary
         self.vision = primary.sees_images
         """Whether the main model reads images (a session's pictures are stand-ins otherwise)."""
@@ -100,6 +111,18 @@ class Agent:
         for provider in providers.values():
             await provider.aclose()
 
+    def offer(self, names: Collection[str] | None = None) -> tuple[ToolSpec, ...]:
+        """The tools a new session is offered: the registered ones named in ``names`` (None: every one),
+        as they are now. Pass them to :meth:`build_prompt` and :meth:`open_session`, and store them
+        with the session (:func:`agent.tools.offer.specs_json`)."""
+        return offered(self.tools, names)
+
+    def tool_label(self, name: str) -> str:
+        """How people see the tool the model calls ``name`` (``github.search_issues``); the name itself
+        when no registered tool has it."""
+        tool = self.tools.get(name)
+        return tool.label if tool is not None else name
+
     async def build_prompt(
         self,
         *,
@@ -108,13 +131,15 @@ class Agent:
         started_at: dt.datetime,
         memory: MemoryScope | None,
         platform_hint: str = "",
+        tools: Sequence[ToolSpec] | None = None,
     ) -> SystemPrompt:
         """The frozen system prompt of a new session (reads a few small files off the event loop).
 
         ``memory``: whose memory the session shows besides the shared layer; None for none.
         ``platform_hint``: what the model should know about the platform, from the caller; "" for none.
+        ``tools``: the session's tools (:meth:`offer`); None: every registered one.
         """
-        tool_names = self.tools.names()
+        tool_names = tuple(spec.name for spec in tools) if tools is not None else self.tools.names()
 
         def build() -> SystemPrompt:  # in a worker thread: the memory snapshot reads files too
             inputs = PromptInputs(
@@ -134,12 +159,21 @@ class Agent:
         return await asyncio.to_thread(build)
 
     def open_session(
-        self, *, session_id: str, platform: str, memory: MemoryScope | None, user_times: Iterable[float] = ()
+        self,
+        *,
+        session_id: str,
+        platform: str,
+        memory: MemoryScope | None,
+        user_times: Iterable[float] = (),
+        tools: Sequence[ToolSpec] | None = None,
     ) -> AgentSession:
         """An agent session for one conversation; ``user_times`` are its stored user-message times.
 
         ``memory``: the scope the session's memory tool writes, the one its prompt was built with,
         and whose past conversations its session_search reads; None turns both off for the session.
+        ``tools``: the specs the session was offered when it started (stored with it), sent on every
+        call as they are; None (a session stored before tool lists were kept): the registry's tools
+        as they are at each call.
         """
         s = self.settings
         compressor = ContextCompressor(
@@ -156,11 +190,12 @@ class Agent:
         loop = ToolLoop(
             self.router,
             compressor,
-            self.tools.bind(context),
+            SessionTools(self.tools, context, tuple(tools) if tools is not None else None),
             estimate=self.estimate,
             prices=self.prices,
             settings=LoopSettings(max_iterations=s.max_iterations, tool_timeout=s.tool_timeout, max_tokens=s.max_tokens),
             media=self._media,
+            pictures=self._pictures,
         )
         advisor = TtlAdvisor.from_timestamps(s.cache_ttl, user_times)
         return AgentSession(

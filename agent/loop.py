@@ -7,6 +7,10 @@ error forces a compaction and one retry. The turn is cancellable (``/stop``,
 shutdown): calls already made get a stub result so the stored conversation
 never holds a tool call without its answer.
 
+A tool returns text or a :class:`agent.tools.ToolResult`; its pictures are kept through the
+injected :class:`agent.media.MediaSink` and ride on the tool message as media parts, and a
+failure's text is marked as one (:mod:`agent.tool_results`).
+
 The bytes of the pictures and documents in the conversation are read before each
 call through the injected :class:`agent.media.MediaSource`, once per turn
 (:mod:`agent.turn_media`); what is gone is sent as a stand-in.
@@ -29,11 +33,13 @@ import structlog
 from agent.caching import Ttl
 from agent.compressor import CompressionResult, ContextEngine
 from agent.errors import ContextTooLongError, ModelUnavailableError
-from agent.media import MediaSource
-from agent.messages import ChatMessage, ToolCall
+from agent.media import MediaSink, MediaSource
+from agent.messages import ChatMessage, ToolCall, error_text
 from agent.providers.base import ModelRequest, ModelResponse, ToolSpec
 from agent.providers.router import ModelRouter
 from agent.providers.text_feed import TextFeed
+from agent.tool_results import tool_message
+from agent.tools.registry import ToolResult
 from agent.turn_media import TurnMedia
 from agent.usage import PriceTable, Usage
 
@@ -51,7 +57,7 @@ class ToolBox(Protocol):
 
     def specs(self) -> list[ToolSpec]: ...
 
-    async def call(self, call: ToolCall) -> str: ...
+    async def call(self, call: ToolCall) -> str | ToolResult: ...
 
 
 class TurnObserver(Protocol):
@@ -119,10 +125,13 @@ class ToolLoop:
         prices: PriceTable | None = None,
         settings: LoopSettings = LoopSettings(),
         media: MediaSource | None = None,
+        pictures: MediaSink | None = None,
     ) -> None:
-        """``media``: where the bytes of the conversation's pictures and documents are read (none: stand-ins)."""
+        """``media``: where the bytes of the conversation's pictures and documents are read (none: stand-ins);
+        ``pictures``: where the pictures tools return are kept (none: a line in the result says they are not)."""
         self._router = router
         self._media = media
+        self._pictures = pictures
         self._engine = engine
         self._tools = tools
         self._estimate = estimate
@@ -287,19 +296,21 @@ class _Turn:
             for call in calls:
                 await self._append(ChatMessage.tool(call.id, CANCELLED_RESULT, call.name))
             raise
-        for call, text in zip(calls, results, strict=True):
-            await self._append(ChatMessage.tool(call.id, text, call.name))
+        for message in results:
+            await self._append(message)
 
-    async def _one_tool(self, call: ToolCall) -> str:
+    async def _one_tool(self, call: ToolCall) -> ChatMessage:
+        """The tool message answering ``call``: the tool's result, or what went wrong as an error result."""
         timeout = self.loop._settings.tool_timeout
         try:
-            return await asyncio.wait_for(self.loop._tools.call(call), timeout)
+            result: str | ToolResult = await asyncio.wait_for(self.loop._tools.call(call), timeout)
         except TimeoutError:
             log.warning("tool.timeout", tool=call.name, timeout_s=timeout)
-            return f"error: the {call.name} tool did not finish within {timeout:g} seconds"
+            result = error_text(f"the {call.name} tool did not finish within {timeout:g} seconds")
         except Exception as error:  # noqa: BLE001 - a failing tool is reported to the model, not raised
             log.warning("tool.failed", tool=call.name, error=str(error))
-            return f"error: the {call.name} tool failed: {error}"
+            result = error_text(f"the {call.name} tool failed: {error}")
+        return await tool_message(call, result, self.loop._pictures)
 
 
 _TOO_LONG = (

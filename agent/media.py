@@ -7,6 +7,11 @@ agent does not know (the gateway keeps them in the home's media folder and hands
 bytes of every part in the request; a part whose bytes are gone (pruned after the retention
 period) is sent as a short text stand-in instead (:func:`standin`).
 
+A tool may return pictures too (``agent.tools.ToolResult``): the loop hands their bytes to an
+injected :class:`MediaSink` (the gateway's media folder, after the same downscaling users'
+photos get), which keeps them and says what it kept (:class:`KeptImage`); they then ride on the
+tool's message as parts of origin ``"tool"`` (:data:`TOOL_ORIGIN`).
+
 What a part costs is counted the way the provider counts it (:func:`image_tokens`,
 :func:`document_tokens`), from the picture's size in pixels and the document's pages, never
 from the length of its base64.
@@ -50,7 +55,8 @@ class MediaPart:
     size: int
     """Bytes of what ``sha256`` names."""
     origin: str = "photo"
-    """What the user sent, in their words: photo, image, document, pdf, file."""
+    """What the user sent, in their words: photo, image, document, pdf, file; ``"tool"`` for a picture a
+    tool returned."""
     name: str | None = None
     """The file name the platform gave, if any."""
     width: int | None = None
@@ -79,6 +85,31 @@ class MediaSource(Protocol):
 
     async def read(self, sha256: str) -> bytes | None:
         """The bytes named ``sha256``, or None when they are no longer kept."""
+        ...
+
+
+TOOL_ORIGIN: Final = "tool"
+"""The ``origin`` of a picture a tool returned (it rides on the tool's message)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeptImage:
+    """A picture a :class:`MediaSink` kept: the name of the bytes it keeps, and what they are."""
+
+    sha256: str
+    mime: str
+    size: int
+    width: int | None = None
+    height: int | None = None
+
+
+class MediaSink(Protocol):
+    """Where the agent keeps the pictures tools return (injected; the gateway's media folder)."""
+
+    async def keep_image(self, data: bytes, mime: str) -> KeptImage:
+        """Keep the picture ``data`` (made ready for the model as the keeper sees fit: checked,
+        downscaled, re-encoded) and say what was kept. Raises when it cannot be kept (not a picture,
+        damaged, too large); the message says why."""
         ...
 
 
@@ -116,7 +147,8 @@ def part_tokens(part: MediaPart, style: ProviderStyle = "anthropic") -> int:
 def standin(part: MediaPart, why: str = "") -> str:
     """One line standing for a part the model does not get: what it was, when it was sent, and why not."""
     details = facts(part)
-    line = part.origin + (f" '{part.name}'" if part.name else "") + (f" ({', '.join(details)})" if details else "")
+    what = "picture from a tool" if part.origin == TOOL_ORIGIN else part.origin
+    line = what + (f" '{part.name}'" if part.name else "") + (f" ({', '.join(details)})" if details else "")
     return f"[{line}{': ' + why if why else ''}]"
 
 

@@ -9,7 +9,11 @@ translated from and to:
 - a ``tool`` message answers one call through ``tool_call_id`` (and repeats the
   ``tool_name`` so a result can be read without its call);
 - a ``user`` message may carry ``media``: pictures and documents by reference
-  (:class:`agent.media.MediaPart`), sent to the model before its text.
+  (:class:`agent.media.MediaPart`), sent to the model before its text; a ``tool``
+  message the pictures the tool returned, sent after its text;
+- a ``tool`` message whose text starts with :data:`ERROR_PREFIX` answers a call
+  that failed (:func:`is_error`): the prefix is the one mark of it, so it is
+  stored and restored with the text on every engine.
 
 Storage keeps the same fields, one row per message; providers translate these
 into their wire formats (``agent/providers``).
@@ -19,12 +23,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from agent.media import MediaPart
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
+ERROR_PREFIX: Final = "error: "
+"""How the text of a failed tool call's result starts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,3 +133,13 @@ class ChatMessage:
             media=tuple(MediaPart.from_dict(part) for part in data.get("media") or ()),
             meta=dict(data.get("meta") or {}),
         )
+
+
+def is_error(message: ChatMessage) -> bool:
+    """Whether ``message`` is the result of a failed tool call."""
+    return message.role == "tool" and message.content.startswith(ERROR_PREFIX)
+
+
+def error_text(text: str) -> str:
+    """``text`` marked as a failed call's result (unchanged when it already is)."""
+    return text if text.startswith(ERROR_PREFIX) else ERROR_PREFIX + text

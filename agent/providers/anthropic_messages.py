@@ -4,7 +4,8 @@ The chat-completions dicts (with any cache breakpoints already placed) are
 translated here: the system message becomes system content blocks, a user
 message's pictures and PDFs ``image`` and ``document`` blocks before its text,
 assistant tool calls become ``tool_use`` blocks, tool results become ``tool_result``
-blocks inside a user turn, and consecutive same-role turns are merged, as the
+blocks inside a user turn (a tool's pictures as ``image`` blocks inside the result, a failed
+call's result with ``is_error: true``), and consecutive same-role turns are merged, as the
 Messages API requires. A breakpoint on a message as a whole moves onto that
 message's last block.
 
@@ -122,7 +123,7 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     """One message's content blocks; a message-level breakpoint lands on the last block."""
     role = message["role"]
     if role == "tool":
-        blocks = [{"type": "tool_result", "tool_use_id": message["tool_call_id"], "content": _text(message["content"]) or "(no output)"}]
+        blocks = [_tool_result(message)]
     else:
         blocks = _text_blocks(message.get("content"))
         for call in message.get("tool_calls") or ():
@@ -133,17 +134,26 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     return blocks
 
 
+def _tool_result(message: dict[str, Any]) -> dict[str, Any]:
+    """A tool message as a ``tool_result`` block: its text, or its text and pictures as blocks."""
+    content = message["content"]
+    if isinstance(content, list) and any(block.get("type") != "text" for block in content):
+        inner: list[dict[str, Any]] | str = _text_blocks(content)
+    elif isinstance(content, list):  # text and the lines standing for pictures the model does not get
+        inner = "\n\n".join(block.get("text", "") for block in content) or "(no output)"
+    else:
+        inner = content or "(no output)"
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message["tool_call_id"], "content": inner}
+    if message.get("is_error"):
+        block["is_error"] = True
+    return block
+
+
 def _text_blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, list):
         return [dict(block) for block in content if block.get("type") != "text" or visible_text(block.get("text"))]
     # The API refuses a text block of nothing but whitespace (a blank answer stored earlier, say).
     return [{"type": "text", "text": content}] if visible_text(content) else []
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(block.get("text", "") for block in content)
-    return content or ""
 
 
 def _arguments(raw: str) -> dict[str, Any]:

@@ -18,8 +18,9 @@ from typing import Any
 
 from agent.caching import Ttl, apply_cache_markers, visible_text
 from agent.media import ProviderStyle
-from agent.messages import ChatMessage
-from agent.providers.media_blocks import left_out, media_content
+from agent.messages import ChatMessage, is_error
+from agent.providers.media_blocks import left_out, media_content, tool_content
+
 from agent.providers.text_feed import TextListener
 from agent.usage import Usage
 
@@ -93,6 +94,13 @@ def chat_dicts(request: ModelRequest, *, style: ProviderStyle = "openai") -> lis
     text (:func:`agent.providers.media_blocks.media_content`); the oldest files past what one
     request may carry are stand-ins.
 
+    A tool message's pictures (what the tool returned) follow its text. On the Anthropic layout
+    they are blocks of the tool's result, and a failed call's result says ``is_error`` (a key the
+    Anthropic translation reads; the text carries the failure on every layout). Chat Completions
+    takes text only in a tool message: its pictures go in one user message after the run of tool
+    messages (all results of a step must come first), a line naming the tool and call before each
+    one's pictures, and the tool message says they follow.
+
     A blank assistant answer stored in the history (the model said nothing, or only whitespace)
     is left out, and blank text around tool calls is sent as none: Anthropic refuses a
     whitespace-only text block, and OpenRouter passes a Claude request on to Anthropic.
@@ -102,6 +110,7 @@ def chat_dicts(request: ModelRequest, *, style: ProviderStyle = "openai") -> lis
     """
     dicts: list[dict[str, Any]] = []
     omitted = left_out(request.messages, style=style, vision=request.vision)
+    pictures: list[dict[str, Any]] = []  # Chat Completions: the current run of tool results' pictures
     if request.system:
         dicts.append({"role": "system", "content": request.system})
     for at, message in enumerate(request.messages):
@@ -109,7 +118,13 @@ def chat_dicts(request: ModelRequest, *, style: ProviderStyle = "openai") -> lis
             raise ValueError("the system prompt goes in ModelRequest.system, not among the messages")
         if message.role == "assistant" and not message.tool_calls and not visible_text(message.content):
             continue  # a blank answer kept in the history: nothing to send, on any layout
+        if pictures and message.role != "tool":  # the run of tool results ended: their pictures come now
+            dicts.append({"role": "user", "content": pictures})
+            pictures = []
         dicts.append(_chat_dict(message, request, style, {index for where, index in omitted if where == at}))
+        pictures.extend(_moved_pictures(dicts[-1]))
+    if pictures:
+        dicts.append({"role": "user", "content": pictures})
     if request.cache_ttl is not None:
         dicts = apply_cache_markers(dicts, ttl=request.cache_ttl, native=request.cache_native)
     if request.ephemeral:
@@ -119,7 +134,13 @@ def chat_dicts(request: ModelRequest, *, style: ProviderStyle = "openai") -> lis
 
 def _chat_dict(message: ChatMessage, request: ModelRequest, style: ProviderStyle, omitted: set[int]) -> dict[str, Any]:
     if message.role == "tool":
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+        data: dict[str, Any] = {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+        if message.media:
+            blocks = tool_content(message, media=request.media, style=style, vision=request.vision, omitted=omitted)
+            data["content"] = blocks if style == "anthropic" else _tool_text(message, blocks)
+        if style == "anthropic" and is_error(message):
+            data["is_error"] = True
+        return data
     data: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.media and message.role == "user":
         data["content"] = media_content(
@@ -133,6 +154,34 @@ def _chat_dict(message: ChatMessage, request: ModelRequest, style: ProviderStyle
             for call in message.tool_calls
         ]
     return data
+
+
+_PICTURES_KEY = "_pictures"
+"""Where a Chat Completions tool dict holds its picture parts until they are moved to the user message after
+the tool messages (never sent: :func:`_moved_pictures` takes them out)."""
+
+
+def _tool_text(message: ChatMessage, blocks: list[dict[str, Any]]) -> dict[str, Any] | str:
+    """The text of a Chat Completions tool message whose ``blocks`` hold pictures: its text and the lines standing
+    for pictures not sent, plus a note that the sent ones follow; the pictures themselves ride along under
+    :data:`_PICTURES_KEY` for :func:`_moved_pictures` (returned as a dict then)."""
+    texts = [block["text"] for block in blocks if block["type"] == "text"]
+    pictures = [block for block in blocks if block["type"] != "text"]
+    if not pictures:
+        return "\n\n".join(texts)
+    count = f"{len(pictures)} picture{'s' if len(pictures) != 1 else ''}"
+    texts.append(f"[{count} the tool returned: in the user message after the tool results]")
+    header = {"type": "text", "text": f"The {count} the {message.tool_name or 'tool'} tool returned (call {message.tool_call_id}):"}
+    return {"text": "\n\n".join(texts), _PICTURES_KEY: [header, *pictures]}
+
+
+def _moved_pictures(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The picture blocks a Chat Completions tool dict holds, taken out of it (its content becomes text only)."""
+    content = data.get("content")
+    if data["role"] != "tool" or not isinstance(content, dict):
+        return []
+    data["content"] = content["text"]
+    return list(content[_PICTURES_KEY])
 
 
 def _append_ephemeral(dicts: list[dict[str, Any]], text: str) -> None:

@@ -1,4 +1,7 @@
-"""A user message's pictures and documents as content blocks of each wire format.
+"""A message's pictures and documents as content blocks of each wire format.
+
+A user message carries what the user sent; a tool message the pictures the tool returned
+(:func:`tool_content`: its text first, then the pictures, as a tool's output reads).
 
 Pure and synchronous: the bytes come with the request (``ModelRequest.media``, read by the loop
 before the call), keyed by the part's ``sha256`` (and ``text_sha256`` for extracted text).
@@ -42,6 +45,7 @@ __all__ = [
     "left_out",
     "media_content",
     "needed",
+    "tool_content",
 ]
 
 ANTHROPIC_IMAGE_TYPES: Final = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
@@ -84,6 +88,24 @@ def media_content(
     return blocks
 
 
+def tool_content(
+    message: ChatMessage,
+    *,
+    media: Mapping[str, bytes],
+    style: ProviderStyle,
+    vision: bool,
+    omitted: Container[int] = (),
+) -> list[dict[str, Any]]:
+    """The blocks of a tool message with pictures: its text (when not blank), then each picture or the
+    line standing for it (no vision, no longer kept, left out of this request)."""
+    blocks = [_text(message.content)] if message.content.strip() else []
+    blocks.extend(
+        _text(standin(part, LEFT_OUT)) if index in omitted else _block(part, media, style, vision)
+        for index, part in enumerate(message.media)
+    )
+    return blocks
+
+
 def needed(part: MediaPart, *, style: ProviderStyle, vision: bool) -> str | None:
     """The name of the bytes :func:`media_content` reads for ``part`` (what the loop fetches); None: none."""
     if part.kind == "image":
@@ -100,7 +122,7 @@ def left_out(messages: Sequence[ChatMessage], *, style: ProviderStyle, vision: b
     pictures = size = 0
     omitted: set[tuple[int, int]] = set()
     for at in range(len(messages) - 1, -1, -1):
-        parts = messages[at].media if messages[at].role == "user" else ()
+        parts = messages[at].media if messages[at].role in ("user", "tool") else ()
         for index in range(len(parts) - 1, -1, -1):
             part = parts[index]
             if needed(part, style=style, vision=vision) != part.sha256 or part.kind == "text":

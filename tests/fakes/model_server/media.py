@@ -1,7 +1,8 @@
 """Pictures and documents in a request: what the fake model server reads off them.
 
 A request may carry media three ways: Anthropic ``image`` and ``document`` content blocks with a
-base64 ``source``, and OpenAI ``image_url`` content parts holding a ``data:`` URL. Tests read
+base64 ``source`` (also inside a ``tool_result`` block's content: a tool's pictures), and OpenAI
+``image_url`` content parts holding a ``data:`` URL. Tests read
 them from :attr:`RequestRecord.media <tests.fakes.model_server.records.RequestRecord.media>` as
 :class:`MediaSeen` values (the bytes decoded), in the order they appear in the request.
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
 MEDIA_TOKENS: Final = 1_600
@@ -42,6 +43,8 @@ class MediaSeen:
     """The index of the block within that message's content."""
     block: Mapping[str, Any]
     """The block or part exactly as sent (its base64 included), with any ``cache_control``."""
+    tool_use_id: str | None = None
+    """Set for a picture inside an Anthropic ``tool_result`` block (``position`` is that block's then)."""
 
     @property
     def cache_control(self) -> Mapping[str, Any] | None:
@@ -58,6 +61,11 @@ def media_in(messages: list[Mapping[str, Any]]) -> list[MediaSeen]:
             item = _read(block, index, position) if isinstance(block, Mapping) else None
             if item is not None:
                 seen.append(item)
+            inner = block.get("content") if isinstance(block, Mapping) and block.get("type") == "tool_result" else None
+            for part in inner if isinstance(inner, list) else ():
+                item = _read(part, index, position) if isinstance(part, Mapping) else None
+                if item is not None:
+                    seen.append(replace(item, tool_use_id=str(block.get("tool_use_id"))))
     return seen
 
 

@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from .cache import CacheFigures
 from .prompt import PromptBlock, openai_blocks
-from .replies import ContextTooLong, ErrorReply
+from .replies import ContextTooLong, ErrorReply, InvalidRequest
 from .pacing import chunk_text, paced_pieces
 from .turn import Turn
 from .wire import SseEvent, dumps
@@ -28,7 +28,27 @@ class OpenAIDialect:
         return openai_blocks(body)
 
     def validate(self, body: Mapping[str, Any], blocks: Sequence[PromptBlock]) -> ErrorReply | None:
-        """OpenAI has no request-shape checks in this fake."""
+        """Reject what the real service rejects with a 400 about tool messages: a picture in one (only user
+        messages take pictures), and an assistant message with tool calls not followed by a tool message
+        answering each of them."""
+        messages = list(body.get("messages") or ())
+        for index, message in enumerate(messages):
+            content = message.get("content")
+            if message.get("role") == "tool" and isinstance(content, list):
+                if any(isinstance(part, Mapping) and part.get("type") != "text" for part in content):
+                    return InvalidRequest(message=f"messages[{index}]: Image URLs are only allowed for messages with "
+                                                  "role 'user', but this message with role 'tool' contains an image URL.")
+            if message.get("role") == "assistant" and message.get("tool_calls"):
+                answered = set()
+                for later in messages[index + 1 :]:
+                    if later.get("role") != "tool":
+                        break
+                    answered.add(later.get("tool_call_id"))
+                missing = [call.get("id") for call in message["tool_calls"] if call.get("id") not in answered]
+                if missing:
+                    return InvalidRequest(message="An assistant message with 'tool_calls' must be followed by tool "
+                                                  "messages responding to each 'tool_call_id'. The following "
+                                                  f"tool_call_ids did not have response messages: {', '.join(missing)}")
         return None
 
     def usage(self, figures: CacheFigures, turn: Turn) -> dict[str, Any]:
