@@ -149,8 +149,11 @@ class StorageEngine(Protocol):
         system_prompt: str | None = None,
         parent_session_id: str | None = None,
         session_id: str | None = None,
+        tool_specs: str | None = None,
     ) -> SessionRecord:
-        """Start a session with an empty history. ``system_prompt`` is kept as given for the session's whole life;
+        """Start a session with an empty history. ``system_prompt`` and ``tool_specs`` (the tools the session is
+        offered, as text the agent wrote) are kept as given for the session's whole life, and a compaction's
+        child (``split_session``) keeps its parent's tools;
         without ``session_id`` the engine makes a new time-sortable id (``new_session_id``). The title is
         cleaned and must be unused (``TitleInUseError``, ``InvalidTitleError``)."""
         ...

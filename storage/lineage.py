@@ -86,6 +86,7 @@ def split_session(
             model=parent.model,
             system_prompt=system_prompt if system_prompt is not None else parent.system_prompt,
             parent_session_id=parent_id,
+            tool_specs=parent.tool_specs,  # a compaction continues the conversation: the same tools
         ),
         session_id=child_id,
         started_at=now,

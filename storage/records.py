@@ -208,6 +208,9 @@ class SessionRecord:
     cache_write_tokens: int
     last_prompt_tokens: int
     cost_usd: float
+    tool_specs: str | None = None
+    """The tools the session was offered when it started, as the agent wrote them (JSON text, kept as given
+    for the session's whole life); None for a session stored before tool lists were kept."""
 
     @property
     def is_open(self) -> bool:
@@ -217,6 +220,7 @@ class SessionRecord:
         data = {name: getattr(self, name) for name in self.__slots__}
         if not include_prompt:
             data.pop("system_prompt")
+            data.pop("tool_specs")
         return data
 
 

@@ -27,6 +27,9 @@ Notes on the layout:
 * ``messages.media`` (version 9) holds a message's media references as JSON
   (``storage/records.py``); the bytes are files in the home's media folder
   (``storage/media.py``), never in the database.
+* ``sessions.tools_id`` (version 11) names the tool list a session was offered when it started, a
+  JSON text interned in ``prompts`` like the system prompt (many sessions share one list); NULL for
+  sessions stored before.
 * Messages go in with one statement per batch: FTS5 turns every statement of a
   transaction into a new index segment (see ``storage/messages.py``).
 """
@@ -386,6 +389,16 @@ def _add_media_column(conn: sqlite3.Connection) -> None:
 _V10_INBOX_BY_SESSION: Final = ("CREATE INDEX inbox_by_session ON inbox(session_key, id)",)
 
 
+def _add_tools_column(conn: sqlite3.Connection) -> None:
+    """Version 11: ``sessions.tools_id``, the session's frozen tool list (in ``prompts``; NULL for older sessions).
+
+    Only the column is new, so adding it is instant on any size of database; a file that has it already
+    is left as it is.
+    """
+    if "tools_id" not in {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}:
+        conn.execute("ALTER TABLE sessions ADD COLUMN tools_id INTEGER REFERENCES prompts(id)")
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "sessions, messages and word search", _statements(*_V1_CORE, *_fts_ddl(_V1_FTS_COLUMNS))),
     Migration(
@@ -417,6 +430,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(8, "streamed replies: live outbox rows, and how a row was streamed", _statements(*_V8_OUTBOX)),
     Migration(9, "media references on messages (the bytes stay in the home's media folder)", _add_media_column),
     Migration(10, "the inbox by session, for where a catch-up reads from", _statements(*_V10_INBOX_BY_SESSION)),
+    Migration(11, "the tools each session was offered when it started", _add_tools_column),
 )
 
 LATEST: Final = MIGRATIONS[-1].version

@@ -42,8 +42,8 @@ SESSION_SELECT: Final = """
            s.model, p.text, s.parent_session_id, s.started_at, s.ended_at, s.end_reason,
            (SELECT COALESCE(MAX(m.seq), 0) FROM messages AS m WHERE m.session_id = s.id),
            s.input_tokens, s.output_tokens, s.cache_read_tokens,
-           s.cache_write_tokens, s.last_prompt_tokens, s.cost_usd
-    FROM sessions AS s LEFT JOIN prompts AS p ON p.id = s.prompt_id
+           s.cache_write_tokens, s.last_prompt_tokens, s.cost_usd, t.text
+    FROM sessions AS s LEFT JOIN prompts AS p ON p.id = s.prompt_id LEFT JOIN prompts AS t ON t.id = s.tools_id
 """
 
 
@@ -61,6 +61,7 @@ class NewSession:
     model: str | None = None
     system_prompt: str | None = None
     parent_session_id: str | None = None
+    tool_specs: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,7 +107,8 @@ def _check_title_free(conn: sqlite3.Connection, title: str, session_id: str) -> 
 
 
 def _intern_prompt(conn: sqlite3.Connection, text: str) -> int:
-    """The id of ``text`` in the prompt table, adding it the first time it is seen."""
+    """The id of ``text`` in the prompt table, adding it the first time it is seen (system prompts and
+    tool lists alike: frozen texts many sessions share)."""
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     row = conn.execute("SELECT id FROM prompts WHERE digest = ?", (digest,)).fetchone()
     if row is not None:
@@ -123,10 +125,11 @@ def insert_session(conn: sqlite3.Connection, new: NewSession, *, session_id: str
     if new.parent_session_id is not None:
         _require_session(conn, new.parent_session_id)
     prompt_id = _intern_prompt(conn, new.system_prompt) if new.system_prompt is not None else None
+    tools_id = _intern_prompt(conn, new.tool_specs) if new.tool_specs is not None else None
     conn.execute(
         """INSERT INTO sessions (id, session_key, platform, chat_id, chat_type, thread_id, user_id, title,
-                                 model, prompt_id, parent_session_id, started_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                 model, prompt_id, parent_session_id, started_at, tools_id)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (
             session_id,
             new.session_key,
@@ -140,12 +143,13 @@ def insert_session(conn: sqlite3.Connection, new: NewSession, *, session_id: str
             prompt_id,
             new.parent_session_id,
             started_at,
+            tools_id,
         ),
     )
     return SessionRecord(
         session_id, new.session_key, new.platform, new.chat_id, new.chat_type, new.thread_id, new.user_id,
         title, new.model, new.system_prompt, new.parent_session_id, started_at, None, None,
-        0, 0, 0, 0, 0, 0, 0.0,
+        0, 0, 0, 0, 0, 0, 0.0, new.tool_specs,
     )  # fmt: skip
 
 

@@ -67,13 +67,14 @@ class Store(StoreLifecycle):
         system_prompt: str | None = None,
         parent_session_id: str | None = None,
         session_id: str | None = None,
+        tool_specs: str | None = None,
     ) -> SessionRecord:
         """Start a session; ``system_prompt`` is the frozen snapshot it runs with. ``session_id`` defaults to a
         new time-sortable id (callers needing it early pass one from ``storage.ids.new_session_id()``)."""
         new = sessions.NewSession(
             session_key=session_key, platform=platform, chat_id=chat_id, chat_type=chat_type, thread_id=thread_id,
             user_id=user_id, title=clean_title(title), model=model, system_prompt=system_prompt,
-            parent_session_id=parent_session_id,
+            parent_session_id=parent_session_id, tool_specs=tool_specs,
         )  # fmt: skip
         now = self._clock()
         op = partial(sessions.insert_session, new=new, session_id=session_id or new_session_id(now), started_at=now)

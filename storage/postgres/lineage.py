@@ -53,6 +53,7 @@ async def split_session(
         session_key=parent.session_key, platform=parent.platform, chat_id=parent.chat_id, chat_type=parent.chat_type,
         thread_id=parent.thread_id, user_id=parent.user_id, title=None, model=parent.model,
         system_prompt=system_prompt if system_prompt is not None else parent.system_prompt,
+        tool_specs=parent.tool_specs,  # a compaction continues the conversation: the same tools
         parent_session_id=parent_id,
     )  # fmt: skip
     child = await _insert_child(conn, fields, parent.title, child_id=child_id, now=now)

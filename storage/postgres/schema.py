@@ -359,6 +359,10 @@ _V2_CLUSTER: Final = (
     "CREATE INDEX inbox_unfinished_by_session ON inbox(session_key, id) WHERE status = 'accepted'",
 )
 
+# The tool list each session was offered when it started (as SQLite's version 11): JSON text interned in
+# ``prompts`` like the system prompt; NULL for sessions stored before.
+_V3_SESSION_TOOLS: Final = ("ALTER TABLE sessions ADD COLUMN tools_id bigint REFERENCES prompts(id)",)
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(
         1,
@@ -366,6 +370,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         (*_V1_CORE, *_V1_GATEWAY, *_V1_PAIRING_AND_USAGE),
     ),
     Migration(2, "replicas, leases, session claims and outbox claims, for several gateways", _V2_CLUSTER),
+    Migration(3, "the tools each session was offered when it started", _V3_SESSION_TOOLS),
 )
 
 LATEST: Final = MIGRATIONS[-1].version

@@ -10,7 +10,7 @@ transactions can pass the same check at once; the database's own constraints dec
   ``ON CONFLICT DO NOTHING`` (which waits for a transaction claiming it at the same moment, and
   then sees its row), a title change under a savepoint; either way the loser gets
   ``TitleInUseError`` naming the session that holds it, never a driver error;
-* a system prompt is stored once per digest: a writer that finds none inserts it with
+* a system prompt (and a session's tool list, interned the same way) is stored once per digest: a writer that finds none inserts it with
   ``ON CONFLICT DO NOTHING`` and reads it back when another one got there first.
 
 Text goes in as ``storage/postgres/text.py`` says (a NUL becomes U+FFFD); the records returned hold
@@ -51,8 +51,8 @@ SESSION_SELECT: Final = """
            s.model, p.text, s.parent_session_id, s.started_at, s.ended_at, s.end_reason,
            s.last_seq,
            s.input_tokens, s.output_tokens, s.cache_read_tokens,
-           s.cache_write_tokens, s.last_prompt_tokens, s.cost_usd
-    FROM sessions AS s LEFT JOIN prompts AS p ON p.id = s.prompt_id
+           s.cache_write_tokens, s.last_prompt_tokens, s.cost_usd, t.text
+    FROM sessions AS s LEFT JOIN prompts AS p ON p.id = s.prompt_id LEFT JOIN prompts AS t ON t.id = s.tools_id
 """
 
 TITLE_INDEX: Final = "sessions_title"
@@ -62,8 +62,8 @@ _BY_ID: Final = SESSION_SELECT + " WHERE s.id = $1"
 
 _INSERT: Final = """
     INSERT INTO sessions (id, session_key, platform, chat_id, chat_type, thread_id, user_id, title, model,
-                          prompt_id, parent_session_id, started_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                          prompt_id, parent_session_id, started_at, tools_id)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
     ON CONFLICT (title) WHERE title IS NOT NULL DO NOTHING
     RETURNING 1
 """
@@ -99,7 +99,7 @@ def _stored(new: NewSession) -> NewSession:
         new, session_key=clean(new.session_key), platform=clean(new.platform), chat_id=clean(new.chat_id),
         chat_type=clean(new.chat_type), thread_id=clean(new.thread_id), user_id=clean(new.user_id),
         model=clean(new.model), system_prompt=clean(new.system_prompt),
-        parent_session_id=clean(new.parent_session_id),
+        parent_session_id=clean(new.parent_session_id), tool_specs=clean(new.tool_specs),
     )  # fmt: skip
 
 
@@ -110,10 +110,11 @@ async def try_insert_session(
     the title. ``SessionNotFoundError`` for an unknown parent (the transaction is then spoilt: raise it on)."""
     new, session_id = _stored(new), clean(session_id)
     prompt_id = await _intern_prompt(conn, new.system_prompt) if new.system_prompt is not None else None
+    tools_id = await _intern_prompt(conn, new.tool_specs) if new.tool_specs is not None else None
     try:
         inserted = await conn.fetchval(
             _INSERT, session_id, new.session_key, new.platform, new.chat_id, new.chat_type, new.thread_id,
-            new.user_id, new.title, new.model, prompt_id, new.parent_session_id, started_at,
+            new.user_id, new.title, new.model, prompt_id, new.parent_session_id, started_at, tools_id,
         )  # fmt: skip
     except asyncpg.ForeignKeyViolationError as error:
         raise SessionNotFoundError(new.parent_session_id or "") from error
@@ -122,7 +123,7 @@ async def try_insert_session(
     return SessionRecord(
         session_id, new.session_key, new.platform, new.chat_id, new.chat_type, new.thread_id, new.user_id,
         new.title, new.model, new.system_prompt, new.parent_session_id, started_at, None, None,
-        0, 0, 0, 0, 0, 0, 0.0,
+        0, 0, 0, 0, 0, 0, 0.0, new.tool_specs,
     )  # fmt: skip
 
 

@@ -36,7 +36,7 @@ def test_migrate_copies_the_home_says_what_it_did_and_refuses_a_second_run(tmp_p
                      done.stdout, re.MULTILINE), done.stdout  # fmt: skip
     lines = done.stdout.splitlines()
     assert lines[1:10] == [
-        "  prompts            2 rows copied, verified (count and checksum); new ids from 3",
+        "  prompts            3 rows copied, verified (count and checksum); new ids from 4",
         "  sessions           3 rows copied, verified (count and checksum)",
         "  messages           9 rows copied, verified (count and checksum); new ids from 10",
         "  usage              3 rows copied, verified (count and checksum); new ids from 4",
@@ -58,7 +58,7 @@ def test_migrate_copies_the_home_says_what_it_did_and_refuses_a_second_run(tmp_p
     assert again.returncode == 1
     assert again.stdout == ""
     assert again.stderr.startswith(f"switchboard storage migrate: postgresql://switchboard@127.0.0.1:")
-    assert "is not empty (prompts 2 rows, sessions 3 rows, messages 9 rows, usage 3 rows, " in again.stderr
+    assert "is not empty (prompts 3 rows, sessions 3 rows, messages 9 rows, usage 3 rows, " in again.stderr
     assert "the copy goes only into an empty database, and nothing was written" in again.stderr
     assert SECRET not in again.stdout + again.stderr
 

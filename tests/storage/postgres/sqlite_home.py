@@ -19,6 +19,12 @@ NOW = 1_767_225_600.25
 PROMPT = "You are terse. Answer in the user's language."
 PHOTO = {"kind": "image", "mime": "image/jpeg", "sha256": "ab" * 32, "size": 183_004, "origin": "photo",
          "width": 1280, "height": 960, "sent_at": 1_767_225_600.5}  # fmt: skip
+CHART = {"kind": "image", "mime": "image/png", "sha256": "cd" * 32, "size": 20_480, "origin": "tool",
+         "width": 800, "height": 600, "sent_at": 1_767_225_601.0}  # fmt: skip
+"""A picture a tool returned: it rides on the tool's message."""
+TOOLS = ('[{"name":"web_search","description":"Search the web.","parameters":{"type":"object","properties":'
+         '{"query":{"type":"string"}},"required":["query"]}}]')
+"""A session's frozen tool list, as the agent writes it (interned in ``prompts`` beside the system prompt)."""
 CJK = "東京の天気はどうですか？明日は雨の予報です。"
 WITH_NUL = "the tool printed a\0b and stopped"
 CALL = ToolCallRecord("call_1", "web_search", '{"query": "Zürich weather", "days": 3, "raw": "x\\u0000y"}')
@@ -28,17 +34,17 @@ SQLITE_ONLY_COLUMNS = {"messages": ("search_cjk",)}
 
 
 async def fill(path: Path) -> dict[str, str]:
-    """Sessions with lineage and titles, tool calls, media, CJK, a NUL, usage, pairing, inbox and outbox rows of each
+    """Sessions with lineage, titles and a frozen tool list, tool calls, media (a tool's picture too), CJK, a NUL, usage, pairing, inbox and outbox rows of each
     state; the ids of the sessions by role (``root``, ``child``, ``other``)."""
     store = await Store.open(path)
     try:
         root = await store.create_session(session_key="telegram:42", platform="telegram", chat_id="42",
                                           chat_type="private", user_id="42", model="claude-sonnet-4-5",
-                                          system_prompt=PROMPT, title="Trip to Zürich")  # fmt: skip
+                                          system_prompt=PROMPT, title="Trip to Zürich", tool_specs=TOOLS)  # fmt: skip
         await store.append_messages(root.id, [
             NewMessage("user", "what's the weather in Zürich for 3 days?", platform_message_id="tg-101"),
             NewMessage("assistant", "", tool_calls=(CALL, NUL_IN_ARGUMENTS), reasoning="look it up", token_estimate=40),
-            NewMessage("tool", '{"temp": 3.5, "rain": true}', tool_call_id="call_1", tool_name="web_search"),
+            NewMessage("tool", '{"temp": 3.5, "rain": true}', tool_call_id="call_1", tool_name="web_search", media=(CHART,)),
             NewMessage("user", "and this one?", media=(PHOTO,), platform_message_id="tg-102"),
             NewMessage("user", CJK),
             NewMessage("tool", WITH_NUL, tool_call_id="call_2", tool_name="run"),

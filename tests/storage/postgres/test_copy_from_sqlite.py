@@ -16,7 +16,8 @@ from storage import CopyError, NewMessage, PostgresStore, SchemaError, copy_from
 from storage.postgres.copy_from_sqlite import COPIED_TABLES, without_password
 from storage.postgres.schema import LATEST
 from storage.postgres.text import NUL_STANDS_IN
-from tests.storage.postgres.sqlite_home import CJK, fill, postgres_rows, sqlite_rows
+from storage.schema import LATEST as SQLITE_LATEST
+from tests.storage.postgres.sqlite_home import CHART, CJK, TOOLS, fill, postgres_rows, sqlite_rows
 
 LOCK_HOLDER = Path(__file__).parents[1] / "lock_holder.py"
 IDENTITIES = ("prompts", "messages", "usage", "pairing_failures", "inbox", "outbox")
@@ -40,7 +41,7 @@ async def test_every_table_round_trips_with_its_ids_and_new_rows_never_collide(t
     assert await postgres_rows(postgres_dsn) == expected
     assert {t.table: t.rows for t in report.tables} == {table: len(rows) for table, rows in expected.items()}
     assert all(rows for rows in expected.values()), "the home has rows in every table"
-    assert report.source_version == 10 and report.target_version == LATEST
+    assert report.source_version == SQLITE_LATEST and report.target_version == LATEST
     conn = await asyncpg.connect(postgres_dsn)
     try:
         assert await conn.fetchval("SELECT content FROM messages WHERE tool_name = 'run'") == f"the tool printed a{NUL_STANDS_IN}b and stopped"
@@ -59,6 +60,10 @@ async def test_every_table_round_trips_with_its_ids_and_new_rows_never_collide(t
     try:
         history = await store.load_messages(ids["root"])
         assert [m.seq for m in history] == [1, 2, 3, 4, 5, 6] and history[4].content == CJK
+        assert history[2].media == (CHART,)  # a tool's picture stays on its message
+        for role in ("root", "child"):  # a compaction's child keeps its parent's tools
+            assert (await store.get_session(ids[role])).tool_specs == TOOLS  # type: ignore[union-attr]
+        assert (await store.get_session(ids["other"])).tool_specs is None  # type: ignore[union-attr]
         assert history[1].tool_calls[0].arguments == '{"query": "Zürich weather", "days": 3, "raw": "x\\u0000y"}'
         assert history[1].tool_calls[1].arguments == f'{{"cmd": "printf a{NUL_STANDS_IN}b"}}'
         found = await store.search("URIC")  # a part of a word: the vocabulary is made from the copied words
@@ -75,7 +80,7 @@ async def test_a_second_run_is_refused_and_writes_nothing(tmp_path: Path, postgr
     await copy_from_sqlite(source, postgres_dsn)
     before = await postgres_rows(postgres_dsn)
 
-    with pytest.raises(CopyError, match=r"is not empty \(prompts 2 rows, sessions 3 rows, messages 9 rows, .*the copy "
+    with pytest.raises(CopyError, match=r"is not empty \(prompts 3 rows, sessions 3 rows, messages 9 rows, .*the copy "
                                         r"goes only into an empty database, and nothing was written"):  # fmt: skip
         await copy_from_sqlite(source, postgres_dsn)
     assert await postgres_rows(postgres_dsn) == before
@@ -146,8 +151,9 @@ async def test_a_source_of_an_older_schema_or_none_at_all_is_refused(tmp_path: P
     old = tmp_path / "old.db"
     await fill(old)
     with sqlite3.connect(old) as conn:
-        conn.execute("UPDATE schema_version SET version = 9")
-    with pytest.raises(CopyError, match="schema version 9, this build copies version 10: open it once with this build"):
+        conn.execute("UPDATE schema_version SET version = ?", (SQLITE_LATEST - 1,))
+    with pytest.raises(CopyError, match=f"schema version {SQLITE_LATEST - 1}, this build copies version {SQLITE_LATEST}: "
+                                        "open it once with this build"):  # fmt: skip
         await copy_from_sqlite(old, postgres_dsn)
     assert await tables_of(postgres_dsn) == []
 
