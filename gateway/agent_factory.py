@@ -21,6 +21,7 @@ from agent import (
     make_provider,
 )
 from config.loader import LoadedConfig
+from gateway.media.tool_pictures import ToolPictures
 from storage import MediaFolder
 
 
@@ -51,7 +52,8 @@ def build_agent(
     loaded: LoadedConfig, *, search: ScopedSearchFunction | None = None, media: MediaSource | None = None
 ) -> Agent:
     """The agent; ``media`` is where it reads the bytes of users' pictures and documents (default: the
-    home's media folder, ``LoadedConfig.media_dir``, where the gateway's media pipeline keeps them)."""
+    home's media folder, ``LoadedConfig.media_dir``, where the gateway's media pipeline keeps them). The
+    pictures tools return are kept in the home's media folder, downscaled as users' photos are."""
     s = loaded.settings
     router, summary_router = build_routers(loaded)
     prices = PriceTable({name: Price(p.input, p.output, p.cache_read, p.cache_write) for name, p in s.model.prices.items()})
@@ -69,5 +71,8 @@ def build_agent(
         system_message=s.agent.system_message,
         workdir=Path(s.agent.workdir).expanduser() if s.agent.workdir else None,
     )
-    media = media if media is not None else MediaFolder(loaded.media_dir)
-    return Agent(settings, router, summary_router=summary_router, search=search, prices=prices, media=media)
+    folder = MediaFolder(loaded.media_dir)
+    media = media if media is not None else folder
+    pictures = ToolPictures(folder, max_pixels=int(s.media.limits.image_megapixels * 1e6))
+    return Agent(settings, router, summary_router=summary_router, search=search, prices=prices, media=media,
+                 pictures=pictures)  # fmt: skip

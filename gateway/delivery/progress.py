@@ -2,7 +2,9 @@
 
 Nothing is shown until the first tool call of a turn (a plain question and
 answer sends nothing extra). Then one message goes out ("Working on it:
-searching past conversations…") and is edited as more tools are called; edits
+searching past conversations…") and is edited as more tools are called (a tool
+server's tool by its label, server and tool's own name: "using
+github.search_issues"); edits
 are throttled to one per ``interval`` seconds per turn, and calls arriving in
 between are coalesced into the next edit. When the turn ends, the message is
 edited one last time to a short summary of the tools used (the adapter

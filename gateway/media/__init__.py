@@ -6,6 +6,7 @@
 * ``documents``: PDFs (pages, text) and text files read;
 * ``audio``: how long a voice note or audio file is, from its bytes;
 * ``transcribe``: voice notes to text through an OpenAI-compatible ``/audio/transcriptions`` endpoint;
+* ``tool_pictures``: the pictures tools return, made ready and kept the same way as users' photos;
 * ``pipeline``: one inbound message's attachments downloaded, checked and kept, as parts for the model,
   transcripts, and the problems the user is told about.
 """

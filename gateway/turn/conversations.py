@@ -6,6 +6,13 @@ at ``daily_hour`` each day; ``/new`` ends it on request. A new session gets
 its system prompt built once and stored; afterwards that stored snapshot is
 used byte for byte, also after a restart.
 
+So does its tool list: a new session is offered the registered tools its key may use
+(``tool_offer``; every one without it), the prompt speaks of those, and their specs are
+stored with the session; the session's model calls offer exactly those, byte for byte,
+whatever the registry holds later (a tool server started, stopped or changed its list:
+new sessions see the change). A session stored before tool lists were kept is offered
+the registry's tools as they are, as it was before.
+
 The prompt holds a snapshot of the session's memory (:mod:`gateway.turn.memory_scope`),
 so a session also ends, at its next message, when that snapshot must not be shown
 any more: ``forgotten`` when its memory was deleted (``/forget``) after it started,
@@ -25,12 +32,12 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import structlog
 
-from agent import Agent, AgentSession, ChatMessage, holds_legacy_memory
+from agent import Agent, AgentSession, ChatMessage, ToolSpec, holds_legacy_memory, specs_from_json, specs_json
 from config.models import SessionsConfig
 from gateway.turn.convert import to_chat, to_new
 from gateway.turn.memory_scope import scope_for_key, scope_for_record
@@ -79,14 +86,17 @@ class Conversations:
         *,
         clock: Callable[[], float] = time.time,
         platform_hint: Callable[[str], str] = lambda platform: "",
+        tool_offer: Callable[[SessionKey], Collection[str] | None] | None = None,
     ) -> None:
         """``platform_hint``: the text a new session's prompt ends with, for its platform
-        (:class:`gateway.turn.platform_hints.PlatformHints`)."""
+        (:class:`gateway.turn.platform_hints.PlatformHints`). ``tool_offer``: the names of the tools a
+        new session of a key is offered (None from it, or no ``tool_offer``: every registered tool)."""
         self._store = store
         self._agent = agent
         self._settings = settings
         self._clock = clock
         self._platform_hint = platform_hint
+        self._tool_offer = tool_offer
         self._agents: OrderedDict[str, AgentSession] = OrderedDict()
         self._histories: OrderedDict[str, _History] = OrderedDict()
 
@@ -107,9 +117,10 @@ class Conversations:
         now = self._clock()
         session_id = new_session_id(now)
         started = dt.datetime.fromtimestamp(now, tz=dt.timezone.utc)
+        tools = self._agent.offer(self._tool_offer(key) if self._tool_offer is not None else None)
         prompt = await self._agent.build_prompt(
             session_id=session_id, platform=key.platform, started_at=started, memory=scope_for_key(key),
-            platform_hint=self._platform_hint(key.platform),
+            platform_hint=self._platform_hint(key.platform), tools=tools,
         )  # fmt: skip
         for notice in prompt.notices:
             log.warning("prompt.notice", session=session_id, notice=notice)
@@ -123,8 +134,10 @@ class Conversations:
             user_id=key.user_id,
             model=self._agent.router.primary.model,
             system_prompt=prompt.text,
+            tool_specs=specs_json(tools),
         )
-        log.info("session.started", session=record.id, session_key=str(key), prompt=prompt.fingerprint)
+        log.info("session.started", session=record.id, session_key=str(key), prompt=prompt.fingerprint,
+                 tools=len(tools))  # fmt: skip
         return record
 
     async def end(self, record: SessionRecord, reason: str) -> None:
@@ -163,12 +176,17 @@ class Conversations:
         self._agents.clear()
         self._histories.clear()
 
+    def tool_label(self, name: str) -> str:
+        """How people see the tool the model calls ``name`` (``github.search_issues``), for progress and status."""
+        return self._agent.tool_label(name)
+
     def agent_session(self, record: SessionRecord, records: Sequence[MessageRecord] = ()) -> AgentSession:
         session = self._agents.get(record.id)
         if session is None:
             user_times = [r.created_at for r in records if r.role == "user"]
             session = self._agent.open_session(
-                session_id=record.id, platform=record.platform, memory=scope_for_record(record), user_times=user_times
+                session_id=record.id, platform=record.platform, memory=scope_for_record(record), user_times=user_times,
+                tools=_stored_tools(record),
             )
             self._agents[record.id] = session
             while len(self._agents) > MAX_CACHED_AGENT_SESSIONS:
@@ -224,6 +242,19 @@ class Conversations:
             known.messages.extend(to_chat(r) for r in records[converted:])
             known.last_record_id = records[-1].id
         return list(known.messages)
+
+
+def _stored_tools(record: SessionRecord) -> Sequence[ToolSpec] | None:
+    """The tools ``record`` was offered when it started; None (the registry's, as they are) for a session stored
+    before tool lists were kept, or one whose stored list cannot be read (logged)."""
+    if record.tool_specs is None:
+        return None
+    try:
+        return specs_from_json(record.tool_specs)
+    except (ValueError, KeyError, TypeError) as error:
+        log.warning("session.tools_unreadable", session=record.id, error=str(error),
+                    hint="the session is offered the registered tools as they are now")  # fmt: skip
+        return None
 
 
 def _last_rollover(now: float, hour: int) -> float:

@@ -5,7 +5,8 @@
 * :class:`TurnRecorder`: the agent's observer: every message is stored before the turn goes on
   (a tool runs only once its call is on record), with the usage of the call that produced it;
   the final answer is held for the turn's end (``Store.finish_turn``); the text as the model
-  writes it and the tools it calls go to the turn's streamed reply (or its tool progress);
+  writes it and the tools it calls go to the turn's streamed reply (or its tool progress), each
+  tool by its label (``github.search_issues``, not the ``github__search_issues`` the model calls);
 * :func:`interrupted_tool_results`: stub results for tool calls a crash left without one.
 """
 
@@ -86,10 +87,11 @@ class TurnRecorder:
         self._fence()
         await self._store_reply()  # never expected (the answer ends the turn), but never lost either
         if message.role == "assistant" and message.tool_calls:
+            labels = [self._conversations.tool_label(call.name) for call in message.tool_calls]
             if self._progress is not None:
-                self._progress.note(call.name for call in message.tool_calls)
+                self._progress.note(labels)
             if self._stream is not None:
-                self._stream.tools(call.name for call in message.tool_calls)
+                self._stream.tools(labels)
         usage, self._usage = self._usage, None  # the call that produced the message: one write for both
         if message.role == "assistant" and not message.tool_calls:
             self.reply = MessageAppend(self._session.record.id, [to_new(message)], usage)

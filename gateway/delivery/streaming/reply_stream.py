@@ -135,7 +135,7 @@ class ReplyStream:
         self._poke()
 
     def tools(self, names: Iterable[str]) -> None:
-        """The agent calls these tools now: the reply shows the tool line until the model writes again."""
+        """The agent calls these tools now (their labels): the reply shows the tool line until the model writes again."""
         if self._stopping:
             return
         self._tools.extend(names)
