@@ -12,6 +12,13 @@ is added after the breakpoints are placed, as a block of its own. The system pro
 first breakpoint is read from cache on every call; the rolling three keep the
 growing conversation cached turn after turn.
 
+The tool definitions need no breakpoint of their own: Anthropic builds the prompt as tools, then
+system, then messages, and a breakpoint caches everything before it, so the one on the system
+prompt covers the tools too. That holds only while the tools stay the same, which is why a
+session's tool list is fixed when it starts (:mod:`agent.tools.offer`): a tool server that
+changes its list changes new sessions, never the cached prefix of a running one. (OpenAI-style
+endpoints put the tools first as well and cache the longest prefix they have seen.)
+
 Markers are applied to chat-completions style message dicts (the neutral wire
 shape every provider starts from) and never mutate their input.
 

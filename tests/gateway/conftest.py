@@ -13,6 +13,7 @@ import pytest_asyncio
 import yaml
 
 from adapters.contract import AccessPolicy
+from agent import Agent
 from config import load_config
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
@@ -33,6 +34,8 @@ class Running:
     home: Path
     database: str
     """The store's database: the PostgreSQL URL, or the SQLite file's path."""
+    agent: Agent | None = None
+    """The gateway's agent (its ``tools`` registry is where a test adds the tools a tool server would)."""
 
 
 GatewayFactory = Callable[..., Awaitable[Running]]
@@ -121,7 +124,7 @@ async def start_gateway(
             loaded, store, [adapter], agent, extra_access={"loopback": policy}, **({"clock": clock} if clock else {})
         )
         await gateway.start()
-        running = Running(gateway, adapter, store, home, database_of(home, url))
+        running = Running(gateway, adapter, store, home, database_of(home, url), agent)
         started.append(running)
         return running
 
