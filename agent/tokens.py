@@ -274,7 +274,8 @@ def estimate_message(message: ChatMessage, *, style: ProviderStyle = "anthropic"
 
 
 def media_tokens(part: MediaPart, style: ProviderStyle = "anthropic", vision: bool = True) -> int:
-    """What one media part of a user message costs, as it is sent to a model of ``style`` and ``vision``."""
+    """What one media part costs (a user's file, or a picture a tool returned), as it is sent to a model of
+    ``style`` and ``vision``."""
     if part.kind == "image" and not vision:
         return estimate_text(standin(part, NO_VISION))
     return part_tokens(part, style if vision else "openai") + MEDIA_PART_OVERHEAD

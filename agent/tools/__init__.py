@@ -2,6 +2,8 @@
 
 Adding a tool takes one module: a :class:`Tool` subclass, listed in
 :func:`default_registry` (or registered by the caller on any registry).
+Which of the registry's tools a session is offered is fixed when it starts
+(:mod:`agent.tools.offer`).
 """
 
 from __future__ import annotations
