@@ -10,6 +10,8 @@ from pathlib import Path
 
 from config.home import ensure_home
 from config.loader import example_config_text
+from storage.postgres.schema import LATEST as POSTGRES_LATEST
+from storage.schema import LATEST as SQLITE_LATEST
 from tests.gateway.processes import switchboard
 from tests.storage.postgres.sqlite_home import fill, postgres_rows, sqlite_rows
 
@@ -31,8 +33,8 @@ def test_migrate_copies_the_home_says_what_it_did_and_refuses_a_second_run(tmp_p
 
     assert done.returncode == 0, done.stderr
     database = postgres_dsn.rsplit("/", 1)[1]
-    assert re.search(rf"^Copied {re.escape(str(home / 'state.db'))} \(SQLite, schema version 10\) into "
-                     rf"postgresql://switchboard@127\.0\.0\.1:\d+/{database} \(PostgreSQL, schema version 2\) in \d+\.\d s:$",
+    assert re.search(rf"^Copied {re.escape(str(home / 'state.db'))} \(SQLite, schema version {SQLITE_LATEST}\) into "
+                     rf"postgresql://switchboard@127\.0\.0\.1:\d+/{database} \(PostgreSQL, schema version {POSTGRES_LATEST}\) in \d+\.\d s:$",
                      done.stdout, re.MULTILINE), done.stdout  # fmt: skip
     lines = done.stdout.splitlines()
     assert lines[1:10] == [
@@ -47,7 +49,7 @@ def test_migrate_copies_the_home_says_what_it_did_and_refuses_a_second_run(tmp_p
         "  outbox             3 rows copied, verified (count and checksum); new ids from 4",
     ]
     assert lines[10:] == [
-        "28 rows in all. The SQLite database is unchanged; the media files stay in the home's media folder.",
+        "29 rows in all. The SQLite database is unchanged; the media files stay in the home's media folder.",
         f"Next: set storage.url to {postgres_dsn} in config.yaml (the password in PGPASSWORD, in .env, never in the "
         "file), then start the gateway.",
     ]
@@ -97,5 +99,5 @@ def test_migrate_from_another_file_and_a_server_that_does_not_answer(tmp_path: P
 
     done = switchboard("storage", "migrate", "--from", str(elsewhere), "--to", postgres_dsn, home=home)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"Copied {elsewhere} (SQLite, schema version 10)")
+    assert done.stdout.startswith(f"Copied {elsewhere} (SQLite, schema version {SQLITE_LATEST})")
     assert not (home / "state.db").exists(), "the home's own database was not touched"

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import pytest
 
+from storage.postgres.schema import LATEST as POSTGRES_LATEST
 from tests.fakes.postgres_server import PostgresServer
 from tests.gateway.processes import switchboard
 
@@ -72,7 +73,7 @@ def test_doctor_reports_the_server_version_extensions_and_schema(tmp_path: Path,
     done = switchboard("doctor", home=tmp_path, ANTHROPIC_API_KEY="sk-ant-x")
     line = next(line for line in done.stdout.splitlines() if line.split()[1:2] == ["database"])
     assert line.startswith("ok    database  PostgreSQL 15"), done.stdout
-    assert "pg_trgm, unaccent installed" in line and "schema version 2 (current)" in line
+    assert "pg_trgm, unaccent installed" in line and f"schema version {POSTGRES_LATEST} (current)" in line
     assert "LC_CTYPE" not in line  # the test server's database is C.UTF-8
 
 
