@@ -23,7 +23,7 @@ from gateway.app import Gateway
 from gateway.runner import search_function
 from gateway.store_setup import open_configured_store
 from tests.fakes.adapter import LoopbackAdapter
-from tests.fakes.model_server import ModelServer, RequestRecord, Text
+from tests.fakes.model_server import ModelServer, RequestRecord, Text, ToolUse
 from tests.gateway.conftest import write_config
 
 TOOLS = {
@@ -45,19 +45,27 @@ class ServerTool(Tool):
         self.name = f"{server}__{title}"
         self.source = server
         self.title = title
+        self.runs: list[str] = []
+        """The sessions it ran in."""
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        self.runs.append(context.session_id)
         return "ran"
 
 
+@pytest.fixture
+def shell() -> ServerTool:
+    return ServerTool("shell", "run")
+
+
 @pytest_asyncio.fixture
-async def adapter(tmp_path: Path, model_server: ModelServer) -> AsyncIterator[LoopbackAdapter]:
+async def adapter(tmp_path: Path, model_server: ModelServer, shell: ServerTool) -> AsyncIterator[LoopbackAdapter]:
     home = tmp_path / "home"
     loaded = load_config(write_config(home, model_server, TOOLS), {"SWITCHBOARD_HOME": str(home)}, create_home=True)
     store = await open_configured_store(loaded)
     agent = build_agent(loaded, search=search_function(store))
     agent.tools.replace("files", [ServerTool("files", "read_file")])
-    agent.tools.replace("shell", [ServerTool("shell", "run")])
+    agent.tools.replace("shell", [shell])
     adapter = LoopbackAdapter()
     gateway = Gateway(loaded, store, [adapter], agent, extra_access={"loopback": AccessPolicy(allow_all=True)})
     await gateway.start()
@@ -92,3 +100,14 @@ async def test_a_tool_is_offered_to_the_user_it_is_allowed_to_and_hidden_from_th
     assert offered(alice) == ["files__read_file", "memory", "session_search", "shell__run"]
     assert offered(bob) == ["files__read_file", "memory", "session_search"]
     assert offered(thread) == ["files__read_file", "memory", "session_search"]  # others read what it returns
+
+
+@pytest.mark.xfail(strict=True, reason="needs i32-agent: a call is checked against the session's frozen tool list")
+async def test_a_tool_not_offered_does_not_run_when_the_model_calls_it_by_name_anyway(
+    adapter: LoopbackAdapter, model_server: ModelServer, shell: ServerTool
+) -> None:
+    model_server.script(ToolUse("shell__run", {}), Text("done"))  # a guessed name, or a prompt injection's
+    await adapter.inject("clean up the disk", chat_id="dm-bob", user_id="bob")
+    await adapter.wait_sent(1)
+    assert shell.runs == []
+    assert "ran" not in str(model_server.requests[-1].messages[-1])  # the model read that it may not
