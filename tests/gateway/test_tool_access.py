@@ -5,36 +5,21 @@ session keys made from messages the way the gateway makes them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from structlog.testing import capture_logs
 
 from adapters.contract import ChatType, InboundMessage
 from agent.tools import default_registry
-from agent.tools.registry import Tool, ToolContext, ToolRegistry
+from agent.tools.registry import ToolRegistry
 from config import load_config
 from config.models import Settings
 from gateway.inbound.session_key import SessionKey, session_key_for
 from gateway.operations.tool_rules import tool_rule_warnings
 from gateway.tools.access import ToolAccess
+from tests.fakes.server_tool import ServerTool
 from tests.gateway.processes import switchboard
 
 BUILT_IN = ("memory", "session_search")
-
-
-class ServerTool(Tool):
-    """One tool of a tool server, named as the gateway names them (``<server>__<tool>``)."""
-
-    description = "a tool of a test server"
-    parameters = {"type": "object", "properties": {}}
-
-    def __init__(self, server: str, title: str) -> None:
-        self.name = f"{server}__{title}"
-        self.source = server
-        self.title = title
-
-    async def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
-        return "ran"
 
 
 def registry_with(**servers: tuple[str, ...]) -> ToolRegistry:

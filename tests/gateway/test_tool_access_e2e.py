@@ -1,9 +1,8 @@
 """A tool a person may not use is not offered to the model in their session, through the whole gateway:
 the fake model server records the tools each request offered.
 
-The server's tools are put in the agent's registry here as the MCP client does (``ToolRegistry.replace``
-with tools whose ``source`` is the server's name): this test is about who is offered them, not about
-how they got there.
+The servers' tools are registered as the MCP client registers them (``tests/fakes/server_tool.py``):
+these tests are about who is offered them, not about how they got there.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ import pytest
 import pytest_asyncio
 
 from adapters.contract import AccessPolicy, ChatType
-from agent.tools.registry import Tool, ToolContext
 from config import load_config
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
@@ -24,6 +22,7 @@ from gateway.runner import search_function
 from gateway.store_setup import open_configured_store
 from tests.fakes.adapter import LoopbackAdapter
 from tests.fakes.model_server import ModelServer, RequestRecord, Text, ToolUse
+from tests.fakes.server_tool import ServerTool
 from tests.gateway.conftest import write_config
 
 TOOLS = {
@@ -33,24 +32,6 @@ TOOLS = {
     ]},
     "gateway": {"tool_progress": False},
 }  # fmt: skip
-
-
-class ServerTool(Tool):
-    """One tool of a tool server, as the MCP client registers it."""
-
-    description = "a tool of a test server"
-    parameters = {"type": "object", "properties": {}}
-
-    def __init__(self, server: str, title: str) -> None:
-        self.name = f"{server}__{title}"
-        self.source = server
-        self.title = title
-        self.runs: list[str] = []
-        """The sessions it ran in."""
-
-    async def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
-        self.runs.append(context.session_id)
-        return "ran"
 
 
 @pytest.fixture
