@@ -4,6 +4,7 @@ gateway (INTERACTION_CREATE), acknowledged with a deferred update, handed to ``o
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -179,3 +180,24 @@ async def test_a_sending_only_adapter_shows_and_closes_choices(emulator: Discord
         await adapter.close()
     assert emulator.world.messages[message_id]["components"] == []
     assert emulator.gateway is not None and emulator.gateway.identifies == []  # never held the gateway
+
+
+async def test_discord_has_its_ack_before_the_listener_is_done(
+    emulator: DiscordEmulator, pressable: tuple[DiscordAdapter, Presses]
+) -> None:
+    adapter, _ = pressable
+    release = asyncio.Event()
+    handed: list[ButtonPress] = []
+
+    async def slow(press: ButtonPress) -> None:
+        handed.append(press)
+        await release.wait()
+
+    adapter.on_button = slow
+    message_id = await adapter.send_choice(emulator.world.channel_id, "Allow?", CHOICE)
+    try:
+        pressed = await emulator.press(message_id, "allow:7", ALICE)
+        await emulator.wait_acknowledged(pressed)
+        await eventually(lambda: handed)
+    finally:
+        release.set()
