@@ -15,7 +15,7 @@ from structlog.testing import capture_logs
 from adapters.contract import Button, ButtonPress
 from adapters.discord import DiscordAdapter
 from adapters.discord.adapter import DiscordSettings
-from tests.adapters.discord.conftest import ALICE, Collected
+from tests.adapters.discord.conftest import ALICE, Collected, StartGateway
 from tests.fakes.discord_api import DiscordEmulator
 from tests.waiting import eventually
 
@@ -127,21 +127,21 @@ async def test_closing_a_choice_replaces_its_text_and_removes_the_buttons(
 
 
 async def test_a_press_where_the_bot_does_not_answer_is_acknowledged_and_not_handed_over(
-    emulator: DiscordEmulator,
+    emulator: DiscordEmulator, start_gateway: StartGateway
 ) -> None:
-    adapter, presses = await running(emulator, allowed_channels=frozenset({"200000000000000099"}))
-    try:
-        world = emulator.world
-        refused = await adapter.send_choice(world.channel_id, "Allow?", CHOICE)
-        taken = await adapter.send_choice(world.dm_channel_for(ALICE), "Allow?", CHOICE)  # DMs are always answered
-        with capture_logs() as logs:
-            ignored = await emulator.press(refused, "allow:7", ALICE)
-            await emulator.wait_acknowledged(ignored)
-            await eventually(lambda: [line for line in logs if line["event"] == "discord.button.ignored"])
-        await emulator.press(taken, "allow:7", ALICE)
-        await eventually(lambda: presses.got)
-    finally:
-        await adapter.close()
+    run = await start_gateway(allowed_channels=["200000000000000099"])  # from config.yaml, as the gateway reads it
+    presses = Presses()
+    adapter = run.discord
+    adapter.on_button = presses
+    world = emulator.world
+    refused = await adapter.send_choice(world.channel_id, "Allow?", CHOICE)
+    taken = await adapter.send_choice(world.dm_channel_for(ALICE), "Allow?", CHOICE)  # DMs are always answered
+    with capture_logs() as logs:
+        ignored = await emulator.press(refused, "allow:7", ALICE)
+        await emulator.wait_acknowledged(ignored)
+        await eventually(lambda: [line for line in logs if line["event"] == "discord.button.ignored"])
+    await emulator.press(taken, "allow:7", ALICE)
+    await eventually(lambda: presses.got)
 
     assert [press.message_id for press in presses.got] == [taken]
     (line,) = [line for line in logs if line["event"] == "discord.button.ignored"]

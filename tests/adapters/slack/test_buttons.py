@@ -10,7 +10,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from adapters.contract import Button, ButtonPress
-from tests.adapters.slack.conftest import ALICE, CHANNEL, DM, SIGNING_SECRET, Running, Start
+from tests.adapters.slack.conftest import ALICE, CHANNEL, DM, SIGNING_SECRET, Running, SlackFactory, Start
 from tests.fakes.slack_api import FakeSlack, post_signed_form
 from tests.waiting import eventually
 
@@ -106,11 +106,15 @@ async def test_closing_a_choice_replaces_its_text_and_removes_the_buttons(
 
 
 async def test_a_press_where_the_bot_does_not_answer_is_acknowledged_and_not_handed_over(
-    start_adapter: Start, fake_slack: FakeSlack
+    start_slack: SlackFactory, fake_slack: FakeSlack
 ) -> None:
-    running, presses = await pressable(start_adapter, allowed_channels=("C0ELSEWHERE",))
-    refused = await running.adapter.send_choice(CHANNEL, "Allow?", CHOICE, thread_id="1700000000.000300")
-    taken = await running.adapter.send_choice(DM, "Allow?", CHOICE)  # a DM is always answered
+    slack = await start_slack("socket", allowed_channels=["C0ELSEWHERE"])  # from config.yaml, as the gateway reads it
+    await fake_slack.wait_connections(1)
+    presses = Presses()
+    adapter = slack.adapter
+    adapter.on_button = presses
+    refused = await adapter.send_choice(CHANNEL, "Allow?", CHOICE, thread_id="1700000000.000300")
+    taken = await adapter.send_choice(DM, "Allow?", CHOICE)  # a DM is always answered
 
     with capture_logs() as logs:
         await fake_slack.wait_acked(await fake_slack.press(CHANNEL, refused, "allow:7", ALICE))
