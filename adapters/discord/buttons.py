@@ -51,12 +51,12 @@ def is_press(interaction: discord.Interaction) -> bool:
 
 
 async def acknowledge(interaction: discord.Interaction) -> bool:
-    """Tell Discord the press was taken (deferred update); False, logged, when Discord refused or could not be reached."""
+    """Tell Discord the press was taken (deferred update); False (logged) when Discord refused or was not reached."""
     try:
         await interaction.response.defer()
     except Exception as error:  # noqa: BLE001 - the press still counts; only the person's spinner runs on
         log.warning("discord.button.ack_failed", interaction=str(interaction.id), error=str(error),
-                    hint="Discord shows the person 'This interaction failed'; the press is still handed over")  # fmt: skip
+                    hint="the person sees 'This interaction failed'; the press is still handed over")  # fmt: skip
         return False
     return True
 

@@ -8,8 +8,8 @@ chat.postMessage in mrkdwn, in the thread the message came from, with the
 chunk's nonce in message metadata so a resend finds it
 (:mod:`adapters.slack.resend`); chat.update for edits. Buttons under a message (Block Kit
 actions, ``block_actions`` presses in both modes) are :mod:`adapters.slack.buttons`; in a cluster in
-Socket Mode only the gateway that holds the socket receives presses, in HTTP mode any gateway Slack calls. A reply in a thread can
-stream natively (``chat.startStream`` / ``appendStream`` / ``stopStream``) and
+Socket Mode only the gateway that holds the socket receives presses, in HTTP mode any gateway Slack
+calls. A reply in a thread can stream natively (``chat.startStream`` / ``appendStream`` / ``stopStream``) and
 show the thread's status line (``assistant.threads.setStatus``), see
 :mod:`adapters.slack.streaming`; elsewhere it is posted, then updated. Sender names come from users.info (:mod:`adapters.slack.users`,
 scope ``users:read``). Files users share are downloaded on request with the bot

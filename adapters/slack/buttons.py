@@ -109,11 +109,10 @@ class PressSink:
             log_rejected(log, "slack.button.rejected", error, **fields)
             return
         listener = self._listener()
-        why = self.refusal(press) if listener is not None else "nobody listens for presses"
-        if why is not None:
+        why = "nobody listens for presses" if listener is None else self.refusal(press)
+        if listener is None or why is not None:
             log.info("slack.button.ignored", reason=why, button=press.button_id, **fields)
             return
-        assert listener is not None
         task = asyncio.create_task(self._hand_over(listener, press, fields), name=f"slack-press:{press.button_id}")
         self._running.add(task)
         task.add_done_callback(self._running.discard)

@@ -174,7 +174,8 @@ def components_problem(components: Any) -> str | None:
         if not isinstance(items, list) or row.get("type") != COMPONENT_ACTION_ROW or not 1 <= len(items) <= 5:
             return "each action row holds 1 to 5 components"
         for item in items:
-            if not isinstance(item, dict) or item.get("type") != COMPONENT_BUTTON or item.get("style") not in BUTTON_STYLES:
+            kind = (item.get("type"), item.get("style")) if isinstance(item, dict) else None
+            if kind is None or kind[0] != COMPONENT_BUTTON or kind[1] not in BUTTON_STYLES:
                 return "only buttons with a custom_id are emulated"
             custom_id, label = item.get("custom_id"), item.get("label")
             if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= 100 or custom_id in seen:

@@ -86,7 +86,8 @@ def block_actions(
         "trigger_id": f"{int(time.time())}.trigger", "is_enterprise_install": False, "enterprise": None,
         "team": {"id": team, "domain": "fake"},
         "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": team},
-        "container": container, "channel": {"id": channel, "name": "directmessage" if channel.startswith("D") else "general"},
+        "container": container,
+        "channel": {"id": channel, "name": "directmessage" if channel.startswith("D") else "general"},
         "message": dict(message), "state": {"values": {}},
         "response_url": f"https://hooks.slack.invalid/actions/{team}/1/fake",
         "actions": [{

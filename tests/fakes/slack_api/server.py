@@ -240,8 +240,10 @@ class FakeSlack:
     # --- Socket Mode -----------------------------------------------------------------------
     async def push_event(self, body: Mapping[str, Any], *, retry_attempt: int = 0, retry_reason: str = "") -> str:
         """Send an ``events_api`` envelope with ``body`` (an event_callback) to the connected app."""
-        return await self._push({"type": "events_api", "accepts_response_payload": False,
-                                 "retry_attempt": retry_attempt, "retry_reason": retry_reason, "payload": dict(body)})  # fmt: skip
+        return await self._push({
+            "type": "events_api", "accepts_response_payload": False, "retry_attempt": retry_attempt,
+            "retry_reason": retry_reason, "payload": dict(body),
+        })  # fmt: skip
 
     def blocks_of(self, channel: str, ts: str) -> list[dict[str, Any]]:
         """The blocks the message shows now (none for a message without blocks)."""
