@@ -86,11 +86,11 @@ class Conversations:
         *,
         clock: Callable[[], float] = time.time,
         platform_hint: Callable[[str], str] = lambda platform: "",
-        tool_offer: Callable[[SessionKey], Collection[str] | None] | None = None,
+        tool_offer: Callable[[SessionKey], Collection[str] | None] = lambda key: None,
     ) -> None:
         """``platform_hint``: the text a new session's prompt ends with, for its platform
-        (:class:`gateway.turn.platform_hints.PlatformHints`). ``tool_offer``: the names of the tools a
-        new session of a key is offered (None from it, or no ``tool_offer``: every registered tool)."""
+        (:class:`gateway.turn.platform_hints.PlatformHints`). ``tool_offer``: the names of the tools a new
+        session of a key is offered (:class:`gateway.tools.access.ToolAccess`); None: every registered tool."""
         self._store = store
         self._agent = agent
         self._settings = settings
@@ -117,7 +117,7 @@ class Conversations:
         now = self._clock()
         session_id = new_session_id(now)
         started = dt.datetime.fromtimestamp(now, tz=dt.timezone.utc)
-        tools = self._agent.offer(self._tool_offer(key) if self._tool_offer is not None else None)
+        tools = self._agent.offer(self._tool_offer(key))
         prompt = await self._agent.build_prompt(
             session_id=session_id, platform=key.platform, started_at=started, memory=scope_for_key(key),
             platform_hint=self._platform_hint(key.platform), tools=tools,

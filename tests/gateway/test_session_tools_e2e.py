@@ -23,6 +23,10 @@ from tests.waiting import eventually
 pytestmark = pytest.mark.both_engines  # end-to-end turns: run once on SQLite and once on PostgreSQL
 
 CHART = png(320, 200)
+SERVERS = {"tools": {"mcp_servers": [{"name": "github", "command": "github-server"},
+                                     {"name": "charts", "command": "charts-server"}]}}  # fmt: skip
+"""The servers the tools stand for, configured (access offers a server's tools only when it is), never started."""
+QUIET = {**SERVERS, "gateway": {"tool_progress": False}}
 
 
 class ServerTool(Tool):
@@ -66,7 +70,7 @@ async def turn(running: Running, text: str, chat_id: str, replies: int) -> None:
 async def test_a_sessions_tools_stay_the_same_across_registry_changes_and_a_restart_and_new_sessions_see_the_change(
     start_gateway: GatewayFactory, model_server: ModelServer
 ) -> None:
-    running = await start_gateway({"gateway": {"tool_progress": False}})
+    running = await start_gateway(QUIET)
     assert running.agent is not None
     running.agent.tools.replace("github", [ServerTool("github", "search_issues", "Search the issues.")])
     model_server.script(ToolCalls(ToolUse("github__search_issues", {"q": "crash"})), Text("three issues"))
@@ -85,7 +89,7 @@ async def test_a_sessions_tools_stay_the_same_across_registry_changes_and_a_rest
 
     # After a restart (the registry as the servers now offer it), the session still gets what it started with.
     await running.gateway.shutdown()
-    running = await start_gateway({"gateway": {"tool_progress": False}})
+    running = await start_gateway(QUIET)
     assert running.agent is not None
     running.agent.tools.replace("github", [ServerTool("github", "list_prs", "List the pull requests.")])
     model_server.reset()
@@ -102,7 +106,7 @@ async def test_a_sessions_tools_stay_the_same_across_registry_changes_and_a_rest
 
 
 async def test_progress_shows_a_server_tool_by_its_label(start_gateway: GatewayFactory, model_server: ModelServer) -> None:
-    running = await start_gateway()
+    running = await start_gateway(SERVERS)
     assert running.agent is not None
     running.agent.tools.replace("github", [ServerTool("github", "search_issues", "Search the issues.")])
     model_server.script(ToolCalls(ToolUse("github__search_issues", {"q": "crash"})), Text("three issues"))
@@ -118,7 +122,7 @@ async def test_progress_shows_a_server_tool_by_its_label(start_gateway: GatewayF
 async def test_a_tools_picture_is_kept_in_the_media_folder_sent_to_the_model_and_stored_with_the_result(
     start_gateway: GatewayFactory, model_server: ModelServer
 ) -> None:
-    running = await start_gateway({"gateway": {"tool_progress": False}})
+    running = await start_gateway(QUIET)
     assert running.agent is not None
     chart = ToolResult("the chart of open issues", images=(ToolImage(CHART, "image/png"),))
     running.agent.tools.replace("charts", [ServerTool("charts", "plot", "Plot a chart.", chart)])
