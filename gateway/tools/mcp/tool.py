@@ -78,7 +78,7 @@ class McpTool(Tool):
         if self._confirm is not None:
             refusal = await self._confirm(context, self, arguments)
             if refusal is not None:
-                return "refused", ToolResult(refusal, is_error=True)
+                return "refused", ToolResult(refusal)  # the text says what happened, as the asker wrote it
         timeout = self._link.config.timeout
         try:
             async with asyncio.timeout(timeout):

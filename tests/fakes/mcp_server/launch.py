@@ -37,10 +37,10 @@ class HttpServer:
             self.process.stdout.close()
 
 
-def serve_http() -> HttpServer:
-    """Start the fake server over streamable HTTP on a free port of 127.0.0.1; call ``stop()`` when done."""
+def serve_http(port: int = 0) -> HttpServer:
+    """Start the fake server over streamable HTTP on ``port`` (0: a free one) of 127.0.0.1; call ``stop()`` when done."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.mcp_server", "--http"],
+        [sys.executable, "-m", "tests.fakes.mcp_server", "--http", "--port", str(port)],
         cwd=REPO, stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
     )  # fmt: skip
     assert process.stdout is not None

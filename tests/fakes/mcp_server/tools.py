@@ -60,6 +60,16 @@ def build_server(name: str = "fake-tools") -> MCPServer:
         return types.EmbeddedResource(type="resource", resource=contents)
 
     @server.tool()
+    def environment(name: str) -> str:
+        """The server process's environment variable ``name`` ("unset" when it has none)."""
+        return os.environ.get(name, "unset")
+
+    @server.tool()
+    def where() -> str:
+        """The server process's working directory."""
+        return os.getcwd()
+
+    @server.tool()
     def crash() -> str:
         """Exit the whole server process in the middle of the call."""
         sys.stdout.flush()
