@@ -5,7 +5,8 @@ A call checks the arguments against the tool's schema, asks the person first whe
 A refusal, bad arguments, a timeout, a server that is down or restarting, a crash in the middle of the
 call and an error the tool reports all come back as text the model reads: a turn never fails
 because of a tool server. Each call writes one info line (``tool.call server=... tool=... ms=...
-ok=...``, plus ``outcome`` when it did not succeed); the arguments are written at debug level only.
+ok=...``, plus ``outcome`` when it did not succeed); the arguments are never written (what the model
+says stays out of the log, as what users say does).
 """
 
 from __future__ import annotations
@@ -62,15 +63,11 @@ class McpTool(Tool):
         started = time.monotonic()
         outcome, result = await self._outcome(arguments, context)
         ms = round((time.monotonic() - started) * 1000)
-        if outcome == "ok":
-            log.info("tool.call", server=self.source, tool=self.title, ms=ms, ok=True, session_id=context.session_id)
-        else:
-            log.info("tool.call", server=self.source, tool=self.title, ms=ms, ok=False, outcome=outcome,
-                     session_id=context.session_id)  # fmt: skip
+        failed = {} if outcome == "ok" else {"outcome": outcome}  # the turn's ids are bound to every line already
+        log.info("tool.call", server=self.source, tool=self.title, ms=ms, ok=not failed, **failed)
         return for_model(result)
 
     async def _outcome(self, arguments: dict[str, Any], context: ToolContext) -> tuple[str, ToolResult]:
-        log.debug("tool.call.arguments", server=self.source, tool=self.title, arguments=arguments)
         error = jsonschema.exceptions.best_match(self._validator.iter_errors(arguments))
         if error is not None:
             where = "/".join(map(str, error.absolute_path)) or "the arguments"
