@@ -40,7 +40,7 @@ from agent.providers import make_provider
 from agent.providers.base import ModelRequest, ModelResponse, Provider
 from agent.providers.router import ModelRouter, ModelTarget
 from agent.tokens import estimate_message, estimate_text
-from agent.tools import ScopedSearchFunction
+from agent.tools import ScopedSearchFunction, Tool, ToolContext, ToolImage, ToolRegistry, ToolResult
 from agent.usage import Price, PriceTable, Usage
 
 __all__ = [
@@ -71,7 +71,12 @@ __all__ = [
     "Provider",
     "ProviderError",
     "ScopedSearchFunction",
+    "Tool",
     "ToolCall",
+    "ToolContext",
+    "ToolImage",
+    "ToolRegistry",
+    "ToolResult",
     "Usage",
     "cache_policy",
     "combine_ephemeral",

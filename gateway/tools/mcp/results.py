@@ -19,7 +19,7 @@ from typing import Final
 
 import mcp.types as types
 
-from agent.tools import ToolImage, ToolResult
+from agent import ToolImage, ToolResult
 
 PICTURE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 

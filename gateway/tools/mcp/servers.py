@@ -8,7 +8,7 @@ from typing import Any
 
 import structlog
 
-from agent.tools import ToolRegistry
+from agent import ToolRegistry
 from config.tools import ToolsConfig
 from gateway.tools.mcp.supervisor import Supervisor
 from gateway.tools.mcp.tool import Confirm

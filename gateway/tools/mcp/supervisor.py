@@ -20,7 +20,7 @@ from typing import Any, Final
 import mcp.types as types
 import structlog
 
-from agent.tools import ToolRegistry
+from agent import ToolRegistry
 from config.tools import McpServer
 from gateway.tools.mcp.catalog import offered
 from gateway.tools.mcp.connection import Connection, connect

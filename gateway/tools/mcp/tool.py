@@ -21,7 +21,7 @@ import mcp.types as types
 import structlog
 from mcp import MCPError
 
-from agent.tools import Tool, ToolContext, ToolResult
+from agent import Tool, ToolContext, ToolResult
 from config.tools import McpServer
 from gateway.tools.mcp.catalog import Offered
 from gateway.tools.mcp.results import convert
