@@ -7,6 +7,7 @@ the server runs as its own process, so starts, crashes and exits are real.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -174,3 +175,17 @@ async def test_each_call_logs_one_info_line_without_its_arguments(servers: list[
     assert all(isinstance(line["ms"], int) for line in lines)
     at_info = [line for line in logs if line["log_level"] != "debug"]
     assert not any("ticket-7" in repr(line) or "nope" in repr(line) for line in at_info)
+
+
+async def test_a_program_that_exits_at_once_is_logged_with_the_reason_and_what_to_do(
+    servers: list[ToolServers], tmp_path: Path
+) -> None:
+    quits = {"name": "quits", "command": sys.executable, "args": ["-c", "raise SystemExit(3)"]}
+    with capture_logs() as logs:
+        tool_servers = await start(servers, tmp_path, quits, {"name": "fake", **stdio_command()})
+    failed, *again = [line for line in logs if line["event"] == "mcp.server.start_failed"]  # retried meanwhile
+    assert failed["server"] == "quits" and failed["log_level"] == "error"
+    assert all(line["log_level"] == "warning" for line in again)
+    assert failed["error"].startswith("it closed the connection before answering")
+    assert "run the command by hand from the Switchboard home" in failed["hint"]
+    assert tool_servers.health()["fake"] == {"state": "running", "tools": 10, "restarts": 0}

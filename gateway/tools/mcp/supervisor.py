@@ -19,6 +19,8 @@ from typing import Any, Final
 
 import mcp.types as types
 import structlog
+from mcp import MCPError
+from mcp.types import CONNECTION_CLOSED
 
 from agent import ToolRegistry
 from config.tools import McpServer
@@ -66,6 +68,8 @@ class Supervisor:
         """Stop the server (a local program gets its stdin closed, then SIGTERM, then SIGKILL) and drop its tools."""
         self._stopping.set()
         if self._task is not None:
+            if self.state != "running":  # a start that hangs would hold the shutdown up to start_timeout
+                self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         self._registry.replace(self.config.name, [])
         self.state = "stopped"
@@ -154,6 +158,8 @@ def describe(error: BaseException, config: McpServer) -> str:
         return f"it did not answer within {config.start_timeout:g} seconds (start_timeout)"
     if isinstance(error, FileNotFoundError):
         return f"the program {config.command!r} was not found"
+    if isinstance(error, MCPError) and error.code == CONNECTION_CLOSED:
+        return "it closed the connection before answering (a program that exited at once: its error is on stderr)"
     if isinstance(error, BaseExceptionGroup):
         return "; ".join(describe(inner, config) for inner in error.exceptions)
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
