@@ -41,6 +41,13 @@ def answer_from_the_tool(record: RequestRecord) -> Text:
     return Text(f"Here is what I found: {last_tool_result(record)}")
 
 
+async def answering(start_gateway: GatewayFactory, model_server: ModelServer, overrides: dict[str, Any]) -> Running:
+    """A gateway with ``overrides``, whose fake model repeats a tool's result once it is back."""
+    running = await start_gateway(overrides)
+    model_server.responder = answer_from_the_tool
+    return running
+
+
 async def ask(running: Running, text: str, chat: str = "c1") -> str:
     """Send ``text`` as a user and return the reply's text."""
     before = len(running.adapter.sent)
@@ -53,9 +60,8 @@ async def ask(running: Running, text: str, chat: str = "c1") -> str:
 async def test_the_model_calls_a_server_tool_and_the_answer_uses_its_result(
     start_gateway: GatewayFactory, model_server: ModelServer
 ) -> None:
-    running = await start_gateway(tools_config())
+    running = await answering(start_gateway, model_server, tools_config())
     model_server.script(ToolUse("fake__lookup", {"key": "ticket-7"}))
-    model_server.responder = answer_from_the_tool
 
     reply = await ask(running, "what is ticket 7 about?")
 
@@ -70,9 +76,8 @@ async def test_a_crash_mid_call_is_an_error_result_and_the_server_is_restarted(
     start_gateway: GatewayFactory, model_server: ModelServer, tmp_path: Path
 ) -> None:
     starts = tmp_path / "starts"
-    running = await start_gateway(tools_config(starts))
+    running = await answering(start_gateway, model_server, tools_config(starts))
     model_server.script(ToolUse("fake__crash"))
-    model_server.responder = answer_from_the_tool
 
     reply = await ask(running, "try the crash tool")
 
@@ -87,9 +92,8 @@ async def test_a_crash_mid_call_is_an_error_result_and_the_server_is_restarted(
 async def test_a_slow_tool_times_out_into_an_error_result_and_the_turn_goes_on(
     start_gateway: GatewayFactory, model_server: ModelServer
 ) -> None:
-    running = await start_gateway(tools_config(timeout=1))
+    running = await answering(start_gateway, model_server, tools_config(timeout=1))
     model_server.script(ToolUse("fake__slow", {"seconds": 30}))
-    model_server.responder = answer_from_the_tool
 
     reply = await ask(running, "wait for it")
 
@@ -104,9 +108,8 @@ async def test_a_slow_tool_times_out_into_an_error_result_and_the_turn_goes_on(
 async def test_a_failing_tool_and_bad_arguments_are_results_the_model_reads(
     start_gateway: GatewayFactory, model_server: ModelServer
 ) -> None:
-    running = await start_gateway(tools_config())
+    running = await answering(start_gateway, model_server, tools_config())
     model_server.script(ToolUse("fake__fail", {"reason": "the disk is full"}))
-    model_server.responder = answer_from_the_tool
     assert await ask(running, "fail please") == "Here is what I found: error: Error executing tool fail: the disk is full"
     model_server.script(ToolUse("fake__long_text", {"size": "many"}))
     reply = await ask(running, "a long one")
@@ -116,9 +119,10 @@ async def test_a_failing_tool_and_bad_arguments_are_results_the_model_reads(
 async def test_a_long_result_is_cut_to_the_budget_with_a_note(
     start_gateway: GatewayFactory, model_server: ModelServer
 ) -> None:
-    running = await start_gateway(tools_config() | {"tools": tools_config()["tools"] | {"result_budget": 1000}})
+    config = tools_config()
+    config["tools"]["result_budget"] = 1000
+    running = await answering(start_gateway, model_server, config)
     model_server.script(ToolUse("fake__long_text", {"size": 5000}))
-    model_server.responder = answer_from_the_tool
 
     reply = await ask(running, "a long one")
 
