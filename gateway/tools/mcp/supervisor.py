@@ -73,6 +73,7 @@ class Supervisor:
             await asyncio.gather(self._task, return_exceptions=True)
         self._registry.replace(self.config.name, [])
         self.state = "stopped"
+        self._tried.set()  # nobody waits for a first start that will not come
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         connection = self._connection
@@ -86,21 +87,19 @@ class Supervisor:
         while not self._stopping.is_set():
             self.state = "starting"
             began = time.monotonic()
+            failure: Exception | None = None
             try:
                 await self._serve()
             except Exception as error:  # noqa: BLE001 - a server's failure is logged; the gateway runs on
-                self._failed(error, retry_in=delay)
-            else:
-                if not self._stopping.is_set():
-                    log.warning("mcp.server.exited", server=self.config.name, retry_in=delay,
-                                hint="it stopped answering (the program exited or closed the connection); "
-                                     "its own output is on the gateway's stderr")  # fmt: skip
+                failure = error
             finally:
                 self._connection = None
-                self._tried.set()
             if self._stopping.is_set():
                 break
-            delay = FIRST_DELAY if time.monotonic() - began >= STEADY else delay
+            if time.monotonic() - began >= STEADY:  # it ran a good while: this is a fresh failure
+                delay = FIRST_DELAY
+            self._report(failure, retry_in=delay)
+            self._tried.set()
             self.state = "restarting"
             self.restarts += 1
             try:
@@ -108,6 +107,7 @@ class Supervisor:
             except TimeoutError:
                 pass
             delay = min(delay * 2, MAX_DELAY)
+        self._tried.set()
         self.state = "stopped"
 
     async def _serve(self) -> None:
@@ -133,14 +133,19 @@ class Supervisor:
         log.info(event, server=self.config.name, transport=transport_kind(self.config), tools=len(tools),
                  of=len(listed), names=",".join(tool.title for tool in tools), server_says=connection.server_name)  # fmt: skip
 
-    def _failed(self, error: BaseException, *, retry_in: float) -> None:
-        reason = describe(error, self.config)
-        if self.state == "starting":
+    def _report(self, error: Exception | None, *, retry_in: float) -> None:
+        """Log why the server is not running (first start failed: error; later: warning) and when it is tried again."""
+        name = self.config.name
+        if error is None:
+            log.warning("mcp.server.exited", server=name, retry_in=retry_in,
+                        hint="it stopped answering (the program exited or closed the connection); "
+                             "its own output is on the gateway's stderr")  # fmt: skip
+        elif self.state == "starting":
             level = log.error if not self._tried.is_set() else log.warning
-            level("mcp.server.start_failed", server=self.config.name, error=reason, retry_in=retry_in,
+            level("mcp.server.start_failed", server=name, error=describe(error, self.config), retry_in=retry_in,
                   hint=start_hint(self.config))  # fmt: skip
         else:
-            log.warning("mcp.server.lost", server=self.config.name, error=reason, retry_in=retry_in)
+            log.warning("mcp.server.lost", server=name, error=describe(error, self.config), retry_in=retry_in)
 
 
 async def _first_of(*events: asyncio.Event) -> None:
