@@ -159,8 +159,10 @@ async def test_a_server_that_cannot_start_is_left_out_and_the_gateway_runs_on(
     assert running.gateway.tool_servers.health()["broken"]["state"] in ("starting", "restarting")
 
 
-@pytest.mark.parametrize("include, exclude", [(["look*", "slow"], []), (["*"], ["fail", "picture", "long_text",
-                                                                                  "document", "crash", "add_tool"])])
+EVERY_OTHER = ["fail", "picture", "long_text", "document", "environment", "where", "crash", "add_tool"]
+
+
+@pytest.mark.parametrize("include, exclude", [(["look*", "slow"], []), (["*"], EVERY_OTHER)])
 async def test_include_and_exclude_pick_the_tools_offered(
     start_gateway: GatewayFactory, model_server: ModelServer, include: list[str], exclude: list[str]
 ) -> None:
