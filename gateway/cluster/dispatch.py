@@ -21,10 +21,12 @@ command (``/stop``, ``/new``, ``/compress``) reaches the lane it acts on whereve
 * **Before the first event of a chat is routed in a holding**, the chat's older replies that nobody sends
   (a dead replica's chunks, freed by the reap that freed the claim) are queued for delivery here
   (:meth:`Delivery.resume`, which returns once it holds the chat): the turn routed next answers
-  after them, as on one gateway after a restart. A held session whose chat has a chunk deferred here
-  (the platform kept refusing it) or still being resumed is not let go while its lane is idle: the
-  next message of the chat is routed here and its reply waits behind that chunk, where a replica
-  that took the session over would send it first.
+  after them, as on one gateway after a restart. While another replica holds some of the chat's
+  chunks (its scan took the freed chunks first, or it died and is not reaped yet), nothing of the
+  chat is routed here: the next scan tries again, once they went out. A held session whose chat
+  has a chunk deferred here (the platform kept refusing it) or still being resumed is not let go
+  while its lane is idle: the next message of the chat is routed here and its reply waits behind
+  that chunk, where a replica that took the session over would send it first.
 * **When this replica's incarnation expires** every lane is cancelled (their events stay unfinished)
   and every claim forgotten: the claims went with the reap, and whichever replica claims the
   sessions next routes their events again.
@@ -208,7 +210,9 @@ class SessionDispatch:
                 message = await self._ledger.read_back(record)
                 if message is None:
                     continue
-                await self._deliver_older(holding, (message.platform, message.chat_id))
+                if not await self._deliver_older(holding, (message.platform, message.chat_id)):
+                    holding.routed.discard(key)  # the next scan (or signal) routes it, once the older replies are out
+                    return
                 if waited:  # received_at is the receiving replica's clock: hosts of a cluster keep theirs in sync (NTP)
                     self._metrics.cluster_claim_waits.observe(max(0.0, now - record.received_at))
                 await self._intake.route(message)
@@ -216,13 +220,19 @@ class SessionDispatch:
                 holding.routed.discard(key)  # the next scan tries it again
                 raise
 
-    async def _deliver_older(self, holding: _Holding, chat: tuple[str, str]) -> None:
+    async def _deliver_older(self, holding: _Holding, chat: tuple[str, str]) -> bool:
         """Before the first event of ``chat`` is routed in this holding: queue the chat's replies nobody sends (a
-        dead replica's, freed by its reap; its reap may be what gave this claim) ahead of the turn's reply."""
+        dead replica's, freed by its reap; its reap may be what gave this claim) ahead of the turn's reply. False
+        while another replica holds some (its scan took them first, or it is dead and not reaped yet): route later."""
         if chat in holding.chats:
-            return
+            return True
         await self._delivery.resume(spawn=self._tracker.spawn, only={chat}, deferred=False)
+        if await self._cluster.chunks_elsewhere(*chat):
+            log.debug("cluster.dispatch.older_replies_elsewhere", platform=chat[0], chat=chat[1],
+                      hint="the chat's next turn is routed once another replica sent its older replies")  # fmt: skip
+            return False
         holding.chats.add(chat)
+        return True
 
     @staticmethod
     async def _quietly(step: Any, session: str) -> None:

@@ -19,13 +19,18 @@ import aiohttp
 import asyncpg
 import pytest_asyncio
 
+from adapters.contract import InboundMessage
+from adapters.telegram import TelegramAdapter, TelegramSettings
 from config import load_config
 from config.plan import build_plan
 from gateway.adapter_loader import load_adapters
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
+from gateway.delivery.outbox import Delivery
+from gateway.operations.metrics import Metrics
 from gateway.runner import search_function
 from gateway.store_setup import open_configured_store
+from storage import PostgresStore
 from tests.adapters.telegram.test_webhook import SECRET, free_port, webhook_config
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.model_server.records import RequestRecord
@@ -341,3 +346,43 @@ def send_answered(api: TelegramAPI) -> bool:
 
 async def count(scans: list[None]) -> None:
     scans.append(None)
+
+
+async def test_a_replica_that_takes_a_session_routes_nothing_while_another_sends_the_chats_older_replies(
+    start_replica: StartReplica, telegram_api: TelegramAPI, model_server: ModelServer, postgres_dsn: str
+) -> None:
+    """Replica a dies with its reply to msg-1 unsent; replica c reaps it and takes the chunk (its scan came first),
+    but is slow to send it. Replica b, taking the session for msg-2, runs msg-2's turn only once c sent msg-1's."""
+    model_server.responder = answer_naming_the_message
+    a = await start_replica("a", **NO_SCANS)
+    telegram_api.fail("sendMessage", Failure.too_many_requests(3600))
+    await a.receive(telegram_api, 1, "msg-1")
+    await eventually(lambda: send_answered(telegram_api) and not a.gateway.lanes.running(), "a's turn to end unsent")
+    await die(a)
+    await mark_expired(a, postgres_dsn)
+
+    async with AsyncExitStack() as stack:
+        c = await PostgresStore.open(postgres_dsn)  # replica c: only what its scan's pickup does
+        stack.push_async_callback(c.close)
+        await c.cluster.join("c", host="test", pid=0, version="t", expire_after=60.0)
+        assert await c.cluster.reap()
+        assert [row.text for row in await c.outbox_pending()] == ["reply to msg-1"]  # c took the chunk over
+
+        b = await start_replica("b")
+        assert b.gateway.replica is not None
+        scans: list[None] = []
+        b.gateway.replica.on_scan(lambda: count(scans))
+        await b.receive(telegram_api, 2, "msg-2")
+        await eventually(lambda: len(scans) >= 3, "a few scans of b")
+        assert replies(telegram_api) == [] and len(turn_requests(model_server)) == 1, "msg-2 waits for msg-1's reply"
+
+        adapter = TelegramAdapter(TelegramSettings(token=telegram_api.token, api_base_url=telegram_api.base_url))
+        stack.push_async_callback(adapter.close)
+        await adapter.start(no_intake, receive=False)
+        assert await Delivery(c, {"telegram": adapter}, Metrics()).resume() == 1  # c sends it at last
+        await eventually(lambda: len(replies(telegram_api)) >= 2, "the reply to msg-2")
+        assert replies(telegram_api) == ["reply to msg-1", "reply to msg-2"]
+
+
+async def no_intake(message: InboundMessage) -> None:
+    return None
