@@ -226,11 +226,13 @@ class SessionDispatch:
         while another replica holds some (its scan took them first, or it is dead and not reaped yet): route later."""
         if chat in holding.chats:
             return True
-        await self._delivery.resume(spawn=self._tracker.spawn, only={chat}, deferred=False)
+        # Mostly there are none: this replica's own pending chunks of the chat go out ahead of a new reply already.
         if await self._cluster.chunks_elsewhere(*chat):
-            log.debug("cluster.dispatch.older_replies_elsewhere", platform=chat[0], chat=chat[1],
-                      hint="the chat's next turn is routed once another replica sent its older replies")  # fmt: skip
-            return False
+            await self._delivery.resume(spawn=self._tracker.spawn, only={chat}, deferred=False)  # takes the free ones
+            if await self._cluster.chunks_elsewhere(*chat):
+                log.debug("cluster.dispatch.older_replies_elsewhere", platform=chat[0], chat=chat[1],
+                          hint="routed once another replica sent the chat's older replies")  # fmt: skip
+                return False
         holding.chats.add(chat)
         return True
 
