@@ -191,8 +191,8 @@ class Gateway:
         self.dispatch: SessionDispatch | None = None
         if self.replica is not None:  # the replica holding a session's claim routes its messages
             self.dispatch = SessionDispatch(self.replica, intake=self.intake, lanes=self.lanes,
-                                            conversations=self.conversations, ledger=self._ledger, tracker=self._tasks,
-                                            metrics=self.metrics)  # fmt: skip
+                                            conversations=self.conversations, ledger=self._ledger, delivery=self.delivery,
+                                            tracker=self._tasks, metrics=self.metrics)  # fmt: skip
             self.dispatch.attach()
         self.catch_up = CatchUp(
             store=store, adapters=self._by_platform, intake=self.intake, ledger=self._ledger, delivery=self.delivery,
