@@ -56,7 +56,7 @@ from agent.providers import make_provider
 from agent.providers.base import ModelRequest, ModelResponse, Provider, ToolSpec
 from agent.providers.router import ModelRouter, ModelTarget
 from agent.tokens import estimate_message, estimate_text
-from agent.tools import ScopedSearchFunction
+from agent.tools import ScopedSearchFunction, Tool, ToolContext, ToolImage, ToolRegistry, ToolResult
 from agent.tools.offer import specs_from_json, specs_json
 from agent.usage import Price, PriceTable, Usage
 
@@ -90,7 +90,12 @@ __all__ = [
     "Provider",
     "ProviderError",
     "ScopedSearchFunction",
+    "Tool",
     "ToolCall",
+    "ToolContext",
+    "ToolImage",
+    "ToolRegistry",
+    "ToolResult",
     "ToolSpec",
     "Usage",
     "cache_policy",

@@ -3,7 +3,8 @@
 :class:`Gateway` wires the parts together and owns the order in which they
 start and stop.
 
-Start: build the agent; move aside the global memory files of earlier versions
+Start: build the agent; start the tool servers (``gateway/tools/mcp``: one that fails is logged and
+left out, and tried again in the background); move aside the global memory files of earlier versions
 (``gateway.turn.memory_scope.move_global_memory``); remember the inbox events a previous run left
 unfinished; start the adapters (one failing never stops the others, but a port that is taken
 stops the whole start), each told whom to report a gap in its connection to; send
@@ -15,7 +16,7 @@ replica joins first, and its scan claims the conversations nobody works on inste
 Stop: stop the liveness monitor and any catch-up; stop intake on every adapter; let running turns finish within the
 drain timeout (what does not finish is resumed on the next start, as are turns
 that were waiting for a failing database: ``gateway/turn/retry.py``); flush the
-outbox; close adapters, /health and storage.
+outbox; stop the tool servers; close adapters, /health and storage.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from gateway.turn.attachments import MediaStep
 from gateway.turn.slots import AgentSlots
 from gateway.tasks import TaskTracker
 from gateway.tools.access import ToolAccess
+from gateway.tools.mcp import ToolServers
 from gateway.turn.retry import TurnRetry, TurnRetryPolicy
 from gateway.turn.runner import TurnRunner
 from gateway.operations.version import version
@@ -134,6 +136,8 @@ class Gateway:
         self.conversations = Conversations(store, agent, settings.sessions, clock=clock, platform_hint=hints,
                                            tool_offer=self.tool_access)  # fmt: skip
         self._ledger = InboundLedger(store, self.delivery, self.metrics, fence=fence)
+        self.tool_servers = ToolServers(settings.tools, agent.tools, home=loaded.home)
+        """The MCP servers of ``tools.mcp_servers``: their tools join ``agent.tools`` as they start."""
         self.media = GatewayMedia(loaded)
         media_step = MediaStep(self.media.pipeline, adapters=self._by_platform, delivery=self.delivery,
                                ledger=self._ledger, conversations=self.conversations, metrics=self.metrics)  # fmt: skip
@@ -187,8 +191,8 @@ class Gateway:
         self.dispatch: SessionDispatch | None = None
         if self.replica is not None:  # the replica holding a session's claim routes its messages
             self.dispatch = SessionDispatch(self.replica, intake=self.intake, lanes=self.lanes,
-                                            conversations=self.conversations, ledger=self._ledger, tracker=self._tasks,
-                                            metrics=self.metrics)  # fmt: skip
+                                            conversations=self.conversations, ledger=self._ledger, delivery=self.delivery,
+                                            tracker=self._tasks, metrics=self.metrics)  # fmt: skip
             self.dispatch.attach()
         self.catch_up = CatchUp(
             store=store, adapters=self._by_platform, intake=self.intake, ledger=self._ledger, delivery=self.delivery,
@@ -221,6 +225,7 @@ class Gateway:
         endpoint cannot listen (the caller shuts down what started)."""
         await asyncio.to_thread(move_global_memory, self._agent.memories.root, self._clock)
         await self._health.start()
+        await self.tool_servers.start()  # before any message can start a turn that would offer their tools
         if self.replica is not None:
             await self.replica.start()  # first: what the store claims from here on is this incarnation's
         unfinished = await self._store.inbox_unfinished()
@@ -320,7 +325,9 @@ class Gateway:
             "database": database,
             "queue_depth": self.lanes.queued(),
             "turns_running": self.lanes.running(),
-        } | ({"cluster": cluster} if cluster is not None else {})
+        } | ({"cluster": cluster} if cluster is not None else {}) | (
+            {"tool_servers": self.tool_servers.health()} if self.tool_servers.supervisors else {}
+        )
 
     async def _probe_database(self) -> BaseException | None:
         """What reading the database's tables raised just now (None: it answered)."""
@@ -355,6 +362,7 @@ class Gateway:
             log.warning("shutdown.drain_timeout", finished=drained.finished, cancelled=drained.cancelled,
                         hint="unfinished turns resume on the next start")  # fmt: skip
         await self._quietly(self._flush(drain_timeout), "shutdown.flush_failed", "all")
+        await self._quietly(self.tool_servers.stop(), "mcp.stop_failed", "all")
         if self.replica is not None:  # what is left unsent falls free for the other replicas at once
             await self._quietly(self.replica.stop(), "cluster.stop_failed", "all")
         await self._quietly(self.alerts.stop(), "alerts.stop_failed", "all")

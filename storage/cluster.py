@@ -186,6 +186,11 @@ class ClusterStorage(Protocol):
         """The unfinished inbox events of ``session_key`` in arrival order (``InboxRecord``s)."""
         ...
 
+    async def chunks_elsewhere(self, platform: str, chat_id: str) -> bool:
+        """Whether the chat has pending outbox chunks this incarnation does not hold: another replica's (being sent,
+        or a dead one's not reaped yet), or free ones (another replica may be taking them now)."""
+        ...
+
     # -- signals -------------------------------------------------------------------------------
 
     async def notify(self, payload: dict[str, Any]) -> None:

@@ -18,6 +18,15 @@ command (``/stop``, ``/new``, ``/compress``) reaches the lane it acts on whereve
   replica kept in memory of it is dropped (the next holder may change it); every session
   with unfinished events and no claim - a dead replica's, or one whose signal was lost - is claimed
   and its events routed. There is no start-up replay in cluster mode: the scan does it.
+* **Before the first event of a chat is routed in a holding**, the chat's older replies that nobody sends
+  (a dead replica's chunks, freed by the reap that freed the claim) are queued for delivery here
+  (:meth:`Delivery.resume`, which returns once it holds the chat): the turn routed next answers
+  after them, as on one gateway after a restart. While another replica holds some of the chat's
+  chunks (its scan took the freed chunks first, or it died and is not reaped yet), nothing of the
+  chat is routed here: the next scan tries again, once they went out. A held session whose chat
+  has a chunk deferred here (the platform kept refusing it) or still being resumed is not let go
+  while its lane is idle: the next message of the chat is routed here and its reply waits behind
+  that chunk, where a replica that took the session over would send it first.
 * **When this replica's incarnation expires** every lane is cancelled (their events stay unfinished)
   and every claim forgotten: the claims went with the reap, and whichever replica claims the
   sessions next routes their events again.
@@ -34,6 +43,7 @@ import structlog
 
 from adapters.contract import InboundMessage
 from gateway.cluster.replica import Replica
+from gateway.delivery.outbox import Delivery
 from gateway.inbound.intake import Intake
 from gateway.inbound.lanes import Lanes
 from gateway.inbound.ledger import InboundLedger
@@ -58,6 +68,8 @@ class _Holding:
 
     fence: int
     routed: set[tuple[str, str]] = field(default_factory=set)
+    chats: set[tuple[str, str]] = field(default_factory=set)
+    """(platform, chat id) of the events routed: their older replies were queued for delivery first."""
 
 
 class SessionDispatch:
@@ -69,6 +81,7 @@ class SessionDispatch:
         lanes: Lanes[InboundMessage],
         conversations: Conversations,
         ledger: InboundLedger,
+        delivery: Delivery,
         tracker: TaskTracker,
         metrics: Metrics,
     ) -> None:
@@ -78,6 +91,7 @@ class SessionDispatch:
         self._lanes = lanes
         self._conversations = conversations
         self._ledger = ledger
+        self._delivery = delivery
         self._tracker = tracker
         self._metrics = metrics
         self._held: dict[str, _Holding] = {}
@@ -173,7 +187,8 @@ class SessionDispatch:
                 return
             if not self._lanes.idle(session):
                 return  # its turn's end brings it back here idle (a signal lost meanwhile is made up for then)
-            if await self._cluster.release_session(session, holding.fence):
+            held_back = any(self._delivery.holds_back(chat) for chat in holding.chats)  # kept: its next reply waits
+            if not held_back and await self._cluster.release_session(session, holding.fence):
                 del self._held[session]
                 await self._conversations.forget(session)  # the next holder may change it: no stale copy here
                 log.debug("cluster.dispatch.released", session_key=session)
@@ -189,17 +204,37 @@ class SessionDispatch:
         for record in _new(records, holding.routed):
             if self._held.get(session) is not holding or not self._replica.alive():
                 return  # the claim was lost meanwhile (this incarnation expired): its next holder routes the rest
-            holding.routed.add((record.platform, record.event_id))
-            message = await self._ledger.read_back(record)
-            if message is None:
-                continue
-            if waited:  # received_at is the receiving replica's clock: hosts of a cluster keep theirs in sync (NTP)
-                self._metrics.cluster_claim_waits.observe(max(0.0, now - record.received_at))
+            key = (record.platform, record.event_id)
+            holding.routed.add(key)
             try:
+                message = await self._ledger.read_back(record)
+                if message is None:
+                    continue
+                if not await self._deliver_older(holding, (message.platform, message.chat_id)):
+                    holding.routed.discard(key)  # the next scan (or signal) routes it, once the older replies are out
+                    return
+                if waited:  # received_at is the receiving replica's clock: hosts of a cluster keep theirs in sync (NTP)
+                    self._metrics.cluster_claim_waits.observe(max(0.0, now - record.received_at))
                 await self._intake.route(message)
             except Exception:
-                holding.routed.discard((record.platform, record.event_id))  # the next scan tries it again
+                holding.routed.discard(key)  # the next scan tries it again
                 raise
+
+    async def _deliver_older(self, holding: _Holding, chat: tuple[str, str]) -> bool:
+        """Before the first event of ``chat`` is routed in this holding: queue the chat's replies nobody sends (a
+        dead replica's, freed by its reap; its reap may be what gave this claim) ahead of the turn's reply. False
+        while another replica holds some (its scan took them first, or it is dead and not reaped yet): route later."""
+        if chat in holding.chats:
+            return True
+        # Mostly there are none: this replica's own pending chunks of the chat go out ahead of a new reply already.
+        if await self._cluster.chunks_elsewhere(*chat):
+            await self._delivery.resume(spawn=self._tracker.spawn, only={chat}, deferred=False)  # takes the free ones
+            if await self._cluster.chunks_elsewhere(*chat):
+                log.debug("cluster.dispatch.older_replies_elsewhere", platform=chat[0], chat=chat[1],
+                          hint="routed once another replica sent the chat's older replies")  # fmt: skip
+                return False
+        holding.chats.add(chat)
+        return True
 
     @staticmethod
     async def _quietly(step: Any, session: str) -> None:

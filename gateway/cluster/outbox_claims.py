@@ -7,7 +7,9 @@ this replica runs :meth:`Delivery.resume`, which takes the free chunks (whole ch
 chat split between two replicas) and sends them in order, each chat on its own task, with the
 same bookkeeping as after a restart: a chunk the dead replica may have sent already goes with
 ``maybe_sent`` (the Slack adapter looks for it by its nonce first) and its platform message id is
-recorded. Failover thus waits for the reap, not for ``gateway.undelivered_retry_every``.
+recorded. Failover thus waits for the reap, not for ``gateway.undelivered_retry_every``. A chat whose
+chunk was deferred here (the platform kept refusing it, or asked for a long wait) is not tried at every
+scan: ``Delivery.retry_stalled`` tries it when its time comes, and its new replies wait behind it.
 
 When this replica expires (``Replica.on_expired``) its resumes under way stop (``Delivery.forget_claims``):
 the chunks they hold fall to another replica with the reap, and must not go out twice.
@@ -26,7 +28,7 @@ def pick_up_left_chunks(replica: Replica, delivery: Delivery, spawn: Spawn) -> N
     stop the resumes under way when it expires. A failure is the scan's to log; the next scan tries again."""
 
     async def pick_up() -> None:
-        await delivery.resume(spawn=spawn)
+        await delivery.resume(spawn=spawn, deferred=False)
 
     async def expired() -> None:
         delivery.forget_claims()

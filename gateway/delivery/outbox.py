@@ -118,7 +118,8 @@ class Delivery:
         self._chat_locks: KeyedLocks[tuple[str, str]] = KeyedLocks()
         self._stalled: set[tuple[str, str]] = set()
         """Chats with a chunk deferred after its attempts ran out: new replies wait behind it."""
-        self._resuming: set[tuple[str, str]] = set()
+        self._resuming: dict[tuple[str, str], asyncio.Event] = {}
+        """Chats being resumed, each with the event set once its resume holds the chat's lock."""
         self._claims = 0
         """Counts this gateway's replica incarnations (:meth:`forget_claims`): a resume stops when it changes."""
         self._resent: OrderedDict[int, str] = OrderedDict()
@@ -134,6 +135,11 @@ class Delivery:
         log.warning("delivery.withheld", reason="this replica expired: another one sends what it held",
                     hint="it joins the cluster again as a new replica; nothing is lost")  # fmt: skip
         return False
+
+    def holds_back(self, chat: tuple[str, str]) -> bool:
+        """Whether a new reply to ``chat`` (platform, chat id) queues behind older chunks here: one deferred (the
+        platform kept refusing it), or a resume sending the chat's old chunks."""
+        return chat in self._stalled or chat in self._resuming
 
     def forget_claims(self) -> None:
         """This gateway's replica expired (one of several gateways): the chunks its resumes hold are another
@@ -304,7 +310,9 @@ class Delivery:
         caps = adapter.capabilities
         return render(text, caps.markup, max_length=caps.max_message_length, length_unit=caps.length_unit)
 
-    async def resume(self, *, spawn: Spawn | None = None, only: set[tuple[str, str]] | None = None) -> int:
+    async def resume(
+        self, *, spawn: Spawn | None = None, only: set[tuple[str, str]] | None = None, deferred: bool = True
+    ) -> int:
         """Deliver every chunk recorded but not delivered (after a restart), each chat on its own.
 
         A pending row that already has a platform message id is an edit that did not finish: that
@@ -313,7 +321,10 @@ class Delivery:
         with how many chunks went out. With ``spawn`` (a task tracker's): each chat's delivery runs
         as a task, and this returns as soon as every one holds its chat's lock (a new reply to the
         chat then queues behind the old chunks), with how many chunks are queued. ``only``: just
-        these chats. A chat already being resumed is left to that run.
+        these chats. A chat already being resumed is left to that run (with ``only`` and
+        ``spawn``, this waits until that run holds the chat too). ``deferred=False``: not the chats with a
+        chunk deferred here, which :meth:`retry_stalled` tries when their time comes (one of several
+        gateways picks up after every scan; such a chat's new replies wait behind the deferred chunk).
         """
         chats: dict[tuple[str, str], list[OutboxRecord]] = {}
         claims = self._claims
@@ -322,9 +333,11 @@ class Delivery:
             if record.platform not in self._adapters:
                 log.warning("delivery.no_adapter", platform=record.platform, outbox_id=record.id)
             elif (only is None or chat in only) and chat not in self._resuming:
-                chats.setdefault(chat, []).append(record)
-        self._resuming.update(chats)
+                if deferred or chat not in self._stalled:
+                    chats.setdefault(chat, []).append(record)
+        under_way = [held for chat, held in self._resuming.items() if only is not None and chat in only]
         holding = {chat: asyncio.Event() for chat in chats}
+        self._resuming.update(holding)
         runs = [self._resume_chat(chat, rows, holding[chat], claims) for chat, rows in chats.items()]
         if spawn is None:
             results = await asyncio.gather(*runs, return_exceptions=True)
@@ -333,7 +346,7 @@ class Delivery:
             return sum(r for r in results if isinstance(r, int))
         for (platform, chat_id), run in zip(chats, runs, strict=True):
             spawn(run, name=f"resume:{platform}:{chat_id}")
-        for held in holding.values():
+        for held in [*under_way, *holding.values()]:
             await held.wait()
         return sum(len(rows) for rows in chats.values())
 
@@ -366,7 +379,7 @@ class Delivery:
                         break  # deferred again: the chunks after it wait, in order
         finally:
             held.set()
-            self._resuming.discard(chat)
+            self._resuming.pop(chat, None)
         if delivered:
             log.info("delivery.resumed", platform=chat[0], chat=chat[1], chunks=delivered)
         return delivered

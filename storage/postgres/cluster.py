@@ -282,6 +282,12 @@ class PostgresCluster:
     async def unfinished_of(self, session_key: str) -> list[InboxRecord]:
         return await self._store._read(lambda conn: inbox.unfinished(conn, session_key=session_key))
 
+    async def chunks_elsewhere(self, platform: str, chat_id: str) -> bool:
+        me = self._me()
+        return bool(await self._store._read(lambda conn: conn.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM outbox WHERE platform = $1 AND chat_id = $2 AND status = 'pending' "
+            "AND claimed_by IS DISTINCT FROM $3)", platform, chat_id, me)))  # fmt: skip
+
     # -- signals -------------------------------------------------------------------------------
 
     async def notify(self, payload: dict[str, Any]) -> None:

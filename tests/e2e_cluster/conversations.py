@@ -64,9 +64,10 @@ class Load:
         return self.answered(telegram) >= self.total
 
 
-def named(telegram: TelegramAPI) -> Counter[str]:
-    """How many of the bot's messages name each user message."""
-    return Counter(match.group(0) for message in telegram.sent for match in TAG.finditer(message.text))
+def named(telegram: TelegramAPI, leave_out: frozenset[tuple[int, int]] = frozenset()) -> Counter[str]:
+    """How many of the bot's messages (but those left out) name each user message."""
+    return Counter(match.group(0) for message in telegram.sent for match in TAG.finditer(message.text)
+                   if (message.chat_id, message.message_id) not in leave_out)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -83,14 +84,15 @@ class Tally:
     """Replies that do not answer (``reply_to``) the last message they name, or went to another chat."""
 
 
-def tally(load: Load, telegram: TelegramAPI) -> Tally:
-    counts = named(telegram)
+def tally(load: Load, telegram: TelegramAPI, *, leave_out: frozenset[tuple[int, int]] = frozenset()) -> Tally:
+    """``leave_out``: bot messages (chat id, message id) not counted (see ``settled.sent_again_after_the_kill``)."""
+    counts = named(telegram, leave_out)
     tags = {tag for _, tag in load.messages()}
     out_of_order: dict[int, list[int]] = {}
     misdirected: list[str] = []
     for chat in range(load.chats):
         user = load.user(chat).id
-        replies = telegram.sent_to(user)
+        replies = [reply for reply in telegram.sent_to(user) if (reply.chat_id, reply.message_id) not in leave_out]
         numbers = [int(m.group(2)) for reply in replies for m in TAG.finditer(reply.text)]
         if numbers != sorted(numbers):
             out_of_order[chat] = numbers

@@ -3,7 +3,8 @@
 
 Each replica has a home of its own (config, logs) and the same ``storage.url``; with ``cluster`` on, a
 distinct ``cluster.replica_id`` and short timings, so a dead replica's work moves within seconds. Its model
-key is ``test-<name>``: the fake model server's records say which replica asked (:meth:`Cluster.asker`).
+key is ``test-<name>``: the fake model server's records say which replica asked (:meth:`Cluster.asker`); it calls
+Telegram under ``<api>/<name>/``, so the emulator's records say which replica called (``Call.via``).
 Telegram runs in polling mode (one replica holds the poller's lease) or in webhook mode, where every
 replica listens on a port of its own behind a :class:`RoundRobinBalancer` that Telegram's webhook names.
 Nothing here is timed: waits only stop a hang.
@@ -16,6 +17,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -51,6 +53,8 @@ class ReplicaProcess:
         self.log = home / "logs" / "gateway.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.exit_code: int | None = None
+        self.killed_at: float | None = None
+        """time.monotonic() once :meth:`kill` saw the process gone (the emulator stamps its calls with this clock)."""
         self.offset = 0
         """Where this run's lines begin in the log (a replica started again on its home appends to it)."""
 
@@ -106,6 +110,7 @@ class ReplicaProcess:
         assert self.process is not None
         self.process.kill()
         self.exit_code = await asyncio.to_thread(self.process.wait)
+        self.killed_at = time.monotonic()
 
     async def stop(self) -> int:
         """SIGTERM (the replica drains and leaves the cluster), then its exit status."""
@@ -160,7 +165,7 @@ class Cluster:
         return codes
 
     def _overrides(self, name: str, port: int) -> dict[str, Any]:
-        telegram: dict[str, Any] = {"token": self.telegram.token, "api_base_url": self.telegram.base_url,
+        telegram: dict[str, Any] = {"token": self.telegram.token, "api_base_url": f"{self.telegram.base_url}/{name}",
                                     "allow_all": True, "require_mention": False}  # fmt: skip
         if self.mode == "webhook":
             assert self.balancer is not None

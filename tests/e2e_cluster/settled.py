@@ -8,15 +8,21 @@ from __future__ import annotations
 import asyncpg
 
 from storage import open_store
-from tests.e2e_cluster.conversations import Load, tally
+from tests.e2e_cluster.conversations import TAG, Load, tally
+from tests.e2e_cluster.replicas import ReplicaProcess
 from tests.fakes.telegram_api import TelegramAPI
+from tests.fakes.telegram_api.server import BotMessage
 
 
-async def check_settled(dsn: str, load: Load, telegram: TelegramAPI) -> None:
-    result = tally(load, telegram)
+async def check_settled(dsn: str, load: Load, telegram: TelegramAPI, killed: ReplicaProcess | None = None) -> list[str]:
+    """Assert the end state; the messages whose reply the ``killed`` replica's death made go out twice in the one
+    way README "What 'delivered' means" leaves open (:func:`sent_again_after_the_kill`): those are not failures."""
+    again = sent_again_after_the_kill(telegram, killed) if killed is not None else []
+    leave_out = frozenset((copy.chat_id, copy.message_id) for copy in again)
+    result = tally(load, telegram, leave_out=leave_out)
     assert (result.lost, result.duplicated, result.out_of_order, result.misdirected) == ([], [], {}, []), (
         f"lost {result.lost}, duplicated {result.duplicated}, out of order {result.out_of_order}, "
-        f"misdirected {result.misdirected}"
+        f"misdirected {result.misdirected} (sent again after the kill, not counted: {tags_of(again)})"
     )
     store = await open_store(dsn)
     try:
@@ -28,7 +34,8 @@ async def check_settled(dsn: str, load: Load, telegram: TelegramAPI) -> None:
             stored = await store.load_messages(session.id)
             roles = [m.role for m in stored]
             assert roles == ["user", "assistant"] * (len(roles) // 2), (session.chat_id, roles)
-            shown = [m.text for m in telegram.sent_to(int(session.chat_id))]
+            shown = [m.text for m in telegram.sent_to(int(session.chat_id))
+                     if (m.chat_id, m.message_id) not in leave_out]  # fmt: skip
             assert [m.content for m in stored if m.role == "assistant"] == shown, session.chat_id
     finally:
         await store.close()
@@ -43,3 +50,33 @@ async def check_settled(dsn: str, load: Load, telegram: TelegramAPI) -> None:
         assert tuple(left) == (0, 0, 0), "replicas, session claims and held leases left after every replica stopped"
     finally:
         await conn.close()
+    return tags_of(again)
+
+
+def sent_again_after_the_kill(telegram: TelegramAPI, killed: ReplicaProcess) -> list[BotMessage]:
+    """The second copies of replies the killed replica had sent (Telegram accepted its call) but not yet marked sent
+    when it died: another replica then sent the chunk again, as README "What 'delivered' means" says it does (Telegram
+    has no idempotency key). A reply counts only when both copies are alike, the first came through the killed
+    replica's own calls before the kill and the second through another replica's after it; any other repeat fails."""
+    if killed.killed_at is None:
+        return []
+    copies: dict[tuple[int, str], list[BotMessage]] = {}
+    for message in telegram.sent:
+        copies.setdefault((message.chat_id, message.text), []).append(message)
+    calls = telegram.calls_to("sendMessage")
+    again = []
+    for (chat_id, text), messages in copies.items():
+        if len(messages) != 2 or not TAG.search(text):
+            continue
+        first, second = messages
+        tried = [call for call in calls
+                 if call.params.get("text") == text and str(call.params.get("chat_id")) == str(chat_id)]  # fmt: skip
+        by_the_killed = any(call.via == killed.name and call.at <= first.at for call in tried)
+        by_another = any(call.via != killed.name and call.at > killed.killed_at for call in tried)
+        if first.at <= killed.killed_at < second.at and by_the_killed and by_another:
+            again.append(second)
+    return again
+
+
+def tags_of(messages: list[BotMessage]) -> list[str]:
+    return sorted(match.group(0) for message in messages for match in TAG.finditer(message.text))

@@ -55,4 +55,5 @@ async def test_the_poller_lease_moves_when_its_owner_is_killed_and_nothing_is_lo
     assert all(code == 0 for name, code in codes.items() if name != owner), codes
     conflicts = {r.name: r.log_lines("telegram.polling.conflict") for r in cluster.replicas}
     assert not any(conflicts.values()), f"two replicas polled at once: {conflicts}"
-    await check_settled(postgres_dsn, load, telegram_api)
+    again = await check_settled(postgres_dsn, load, telegram_api, killed=cluster.named(owner))
+    print(f"sent again after the kill (accepted from {owner} before it could mark them sent): {again}")

@@ -58,4 +58,5 @@ async def test_a_replica_killed_mid_turn_behind_a_webhook_balancer_loses_and_rep
     assert stopped_with(victim.process)
     assert len(balancer.forwarded) == 3, "every replica took updates"
     assert all(code == 0 for name, code in codes.items() if name != victim.name), codes
-    await check_settled(postgres_dsn, load, telegram_api)
+    again = await check_settled(postgres_dsn, load, telegram_api, killed=victim)
+    print(f"sent again after the kill (accepted from {victim.name} before it could mark them sent): {again}")

@@ -14,6 +14,7 @@ import asyncio
 from config.loader import LoadedConfig
 from config.plan import RunPlan, build_plan
 from gateway.operations.alerts.webhook import masked_url
+from gateway.operations.cli.check_tools import tool_server_lines
 from gateway.operations.cli.common import EXIT_CONFIG, add_config_option, load_config_or_exit, show
 from gateway.operations.doctor.results import Check, Status
 from gateway.operations.doctor.server_database import server_database_check
@@ -64,6 +65,7 @@ def render_plan(loaded: LoadedConfig, plan: RunPlan, server: Check | None = None
     for platform in plan.platforms:
         state = "on " if platform.enabled else "off"
         lines.append(f"    {platform.name.ljust(9)} {state}  {platform.detail}")
+    lines += tool_server_lines(loaded, width)
     lines.append("")
     if warnings := tool_rule_warnings(s):
         lines += ["Warnings:", *(f"  - {warning}" for warning in warnings), ""]

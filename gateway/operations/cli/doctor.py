@@ -1,7 +1,8 @@
 """``switchboard doctor``: check everything the gateway needs, one line per check.
 
-    switchboard doctor              config, home, database, disk, then each platform token, the model and the
-                                    transcription endpoint (its model list only: no audio is sent)
+    switchboard doctor              config, home, database, disk, then each platform token, the model, the
+                                    transcription endpoint (its model list only: no audio is sent) and each
+                                    tool server (started, its tools listed, none called, stopped)
     switchboard doctor --offline    the local checks only
 
 Each line reads ``ok``, ``FAIL`` or ``skip``, what was checked and, after a
@@ -28,7 +29,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="Run every check an operator would do by hand and say how to fix what fails.",
     )
     parser.add_argument("--offline", action="store_true",
-                        help="skip the platform, model and transcription checks (no network)")  # fmt: skip
+                        help="skip the platform, model, transcription and tool server checks (no network)")  # fmt: skip
     add_config_option(parser)
     parser.set_defaults(handler=doctor_command)
 

@@ -5,7 +5,8 @@ permissions, the database and the free disk space. Network checks ask each
 enabled platform whether its token is good (``platforms.py``, plain aiohttp
 so no platform library is imported), send the model a one-token request
 (``model.py``) and ask the transcription endpoint for its model list
-(``transcription.py``). ``runner.py`` runs them in order; ``results.py`` holds
+(``transcription.py``), and start each tool server of ``tools.mcp_servers``, list its
+tools and stop it again, calling none (``tool_servers.py``). ``runner.py`` runs them in order; ``results.py`` holds
 the shape of a result and its rendering.
 """
 

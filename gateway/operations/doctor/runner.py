@@ -13,6 +13,7 @@ from gateway.operations.doctor.model import model_check
 from gateway.operations.doctor.platforms import run_platform_check
 from gateway.operations.doctor.results import Check
 from gateway.operations.doctor.server_database import server_database_check
+from gateway.operations.doctor.tool_servers import tool_server_checks
 from gateway.operations.doctor.transcription import NAME as VOICE, transcription_check, transcription_skip
 from gateway.operations.redaction import load_config_masked
 
@@ -29,6 +30,7 @@ async def run_checks(config_path: Path | None, *, offline: bool) -> list[Check]:
         return [config_error_check(error), *skipped]
     checks = [config_check(loaded), home_check(loaded), await _database_check(loaded, offline=offline), disk_check(loaded)]
     checks += await _network_checks(loaded, offline=offline)
+    checks += await tool_server_checks(loaded, offline=offline)
     return checks
 
 

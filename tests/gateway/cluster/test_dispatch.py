@@ -19,17 +19,22 @@ import aiohttp
 import asyncpg
 import pytest_asyncio
 
+from adapters.contract import InboundMessage
+from adapters.telegram import TelegramAdapter, TelegramSettings
 from config import load_config
 from config.plan import build_plan
 from gateway.adapter_loader import load_adapters
 from gateway.agent_factory import build_agent
 from gateway.app import Gateway
+from gateway.delivery.outbox import Delivery
+from gateway.operations.metrics import Metrics
 from gateway.runner import search_function
 from gateway.store_setup import open_configured_store
+from storage import PostgresStore
 from tests.adapters.telegram.test_webhook import SECRET, free_port, webhook_config
 from tests.fakes.model_server import ModelServer, Text
 from tests.fakes.model_server.records import RequestRecord
-from tests.fakes.telegram_api import TelegramAPI, User
+from tests.fakes.telegram_api import Failure, TelegramAPI, User
 from tests.gateway.conftest import write_config
 from tests.waiting import eventually
 
@@ -261,3 +266,123 @@ async def test_a_replica_whose_incarnation_expired_stops_its_turns_and_the_conve
     assert [(row["role"], WORD.findall(row["content"])) for row in stored] == [
         ("user", ["msg-1"]), ("assistant", ["msg-1"])
     ]
+
+
+NO_SCANS = {"cluster": {**FAST_CLUSTER, "scan_every": 60.0}}
+"""No scan in the test's time: whatever a replica does comes from a message it records or is signalled."""
+
+
+async def mark_expired(replica: Replica, dsn: str) -> None:
+    """The cluster counts ``replica`` dead now (it stopped beating: see :func:`die`)."""
+    assert replica.gateway.replica is not None
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("UPDATE replicas SET expires_at = now() - interval '1 second' WHERE id = $1",
+                           replica.gateway.replica.id)  # fmt: skip
+    finally:
+        await conn.close()
+
+
+async def test_a_dead_replicas_unsent_reply_goes_out_before_the_reply_of_the_next_turn_on_another_replica(
+    start_replica: StartReplica, telegram_api: TelegramAPI, model_server: ModelServer, postgres_dsn: str
+) -> None:
+    """Replica a ends the turn of msg-1 (its reply is recorded, claimed by a) and dies before the platform takes the
+    reply. Replica b gets msg-2, reaps a as it claims the session, and runs msg-2's turn: a's reply goes first."""
+    model_server.responder = answer_naming_the_message
+    a, b = await start_replica("a", **NO_SCANS), await start_replica("b", **NO_SCANS)
+    telegram_api.fail("sendMessage", Failure.too_many_requests(3600))  # a's send is put off for later
+    await a.receive(telegram_api, 1, "msg-1")
+    await eventually(lambda: send_answered(telegram_api) and not a.gateway.lanes.running(), "a's turn to end unsent")
+    await die(a)
+    await mark_expired(a, postgres_dsn)
+
+    await b.receive(telegram_api, 2, "msg-2")
+    await eventually(lambda: "reply to msg-2" in replies(telegram_api), "the reply to msg-2")
+    assert replies(telegram_api) == ["reply to msg-1", "reply to msg-2"]
+    await eventually(lambda: not b.gateway.lanes.running(), "b's turn to end")
+    assert replies(telegram_api) == ["reply to msg-1", "reply to msg-2"], "each once"
+
+
+async def test_a_live_replica_with_a_reply_put_off_keeps_the_session_and_the_next_reply_waits_behind_it(
+    start_replica: StartReplica, telegram_api: TelegramAPI, model_server: ModelServer, postgres_dsn: str
+) -> None:
+    """The platform put off replica a's reply to msg-1 (a long rate limit): a does not let the session go while its
+    lane is idle, so msg-2, sent to b, runs on a and its reply waits behind msg-1's (a's scans try msg-1's again,
+    after the platform's wait). Once a dies, b sends both, in order."""
+    model_server.responder = answer_naming_the_message
+    a, b = await start_replica("a"), await start_replica("b")
+    assert a.gateway.replica is not None
+    scans: list[None] = []
+    telegram_api.fail("sendMessage", Failure.too_many_requests(3600))
+    await a.receive(telegram_api, 1, "msg-1")
+    await eventually(lambda: send_answered(telegram_api) and not a.gateway.lanes.running(), "a's turn to end unsent")
+    a.gateway.replica.on_scan(lambda: count(scans))
+    await eventually(lambda: len(scans) >= 3, "a few scans of a with its lane idle")
+
+    await b.receive(telegram_api, 2, "msg-2")
+    await eventually(lambda: len(turn_requests(model_server)) >= 2, "msg-2's turn to ask the model")
+    await eventually(lambda: turn_ended(postgres_dsn, 2, a, b), "msg-2's turn to end (its reply sent or queued)")
+    assert replies(telegram_api) == [], "msg-2's reply waits behind msg-1's"
+    assert [WORD.findall(r.last_user_text)[-1] for r in turn_requests(model_server)] == ["msg-1", "msg-2"]
+
+    await die(a)  # what a held goes to b, the chat's chunks in order
+    await eventually(lambda: len(replies(telegram_api)) >= 2, "b to send both replies", timeout=30)
+    assert replies(telegram_api) == ["reply to msg-1", "reply to msg-2"]
+
+
+async def turn_ended(dsn: str, answered: int, *replicas: Replica) -> bool:
+    """``answered`` messages are done (their replies recorded) and no turn runs (none is still sending its reply)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        done = await conn.fetchval("SELECT count(*) FROM inbox WHERE status = 'done'")
+    finally:
+        await conn.close()
+    return done == answered and not any(replica.gateway.lanes.running() for replica in replicas)
+
+
+def send_answered(api: TelegramAPI) -> bool:
+    return any(call.method == "sendMessage" for call in api.answered)
+
+
+async def count(scans: list[None]) -> None:
+    scans.append(None)
+
+
+async def test_a_replica_that_takes_a_session_routes_nothing_while_another_sends_the_chats_older_replies(
+    start_replica: StartReplica, telegram_api: TelegramAPI, model_server: ModelServer, postgres_dsn: str
+) -> None:
+    """Replica a dies with its reply to msg-1 unsent; replica c reaps it and takes the chunk (its scan came first),
+    but is slow to send it. Replica b, taking the session for msg-2, runs msg-2's turn only once c sent msg-1's."""
+    model_server.responder = answer_naming_the_message
+    a = await start_replica("a", **NO_SCANS)
+    telegram_api.fail("sendMessage", Failure.too_many_requests(3600))
+    await a.receive(telegram_api, 1, "msg-1")
+    await eventually(lambda: send_answered(telegram_api) and not a.gateway.lanes.running(), "a's turn to end unsent")
+    await die(a)
+    await mark_expired(a, postgres_dsn)
+
+    async with AsyncExitStack() as stack:
+        c = await PostgresStore.open(postgres_dsn)  # replica c: only what its scan's pickup does
+        stack.push_async_callback(c.close)
+        await c.cluster.join("c", host="test", pid=0, version="t", expire_after=60.0)
+        assert await c.cluster.reap()
+        assert [row.text for row in await c.outbox_pending()] == ["reply to msg-1"]  # c took the chunk over
+
+        b = await start_replica("b")
+        assert b.gateway.replica is not None
+        scans: list[None] = []
+        b.gateway.replica.on_scan(lambda: count(scans))
+        await b.receive(telegram_api, 2, "msg-2")
+        await eventually(lambda: len(scans) >= 3, "a few scans of b")
+        assert replies(telegram_api) == [] and len(turn_requests(model_server)) == 1, "msg-2 waits for msg-1's reply"
+
+        adapter = TelegramAdapter(TelegramSettings(token=telegram_api.token, api_base_url=telegram_api.base_url))
+        stack.push_async_callback(adapter.close)
+        await adapter.start(no_intake, receive=False)
+        assert await Delivery(c, {"telegram": adapter}, Metrics()).resume() == 1  # c sends it at last
+        await eventually(lambda: len(replies(telegram_api)) >= 2, "the reply to msg-2")
+        assert replies(telegram_api) == ["reply to msg-1", "reply to msg-2"]
+
+
+async def no_intake(message: InboundMessage) -> None:
+    return None
