@@ -40,7 +40,7 @@ from agent.providers import make_provider
 from agent.providers.base import ModelRequest, ModelResponse, Provider
 from agent.providers.router import ModelRouter, ModelTarget
 from agent.tokens import estimate_message, estimate_text
-from agent.tools import ScopedSearchFunction
+from agent.tools import ScopedSearchFunction, Tool, ToolContext
 from agent.usage import Price, PriceTable, Usage
 
 __all__ = [
@@ -71,6 +71,8 @@ __all__ = [
     "Provider",
     "ProviderError",
     "ScopedSearchFunction",
+    "Tool",
+    "ToolContext",
     "ToolCall",
     "Usage",
     "cache_policy",
