@@ -32,20 +32,21 @@ import contextlib
 import json
 import re
 import secrets
-from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import structlog
 
-from adapters.contract import Adapter, AdapterError, Button, ButtonPress
+from adapters.contract import Adapter, AdapterError, Button, ButtonPress, RateLimited
 from agent import Tool, ToolContext
 from gateway.delivery.budget import ChatBudget
 from gateway.operations.redaction import MASK, redactor
 from gateway.turn.running import RunningTurns, TurnOrigin
 
 log = structlog.get_logger("gateway.tools")
+
+T = TypeVar("T")
 
 PREFIX: Final = "confirm"
 """Button ids are ``confirm:<token>:allow`` and ``confirm:<token>:deny``."""
@@ -54,6 +55,8 @@ VALUE_CHARS: Final = 80
 """Characters of one argument's value the question shows; a longer one is cut."""
 MAX_ARGUMENTS: Final = 8
 """Arguments the question lists; the rest are counted."""
+PATIENCE: Final = 30.0
+"""Seconds of a platform's ``retry_after`` the question (or its closing edit) waits out once; longer is a failure."""
 SECRET_NAME: Final = re.compile(r"(?i)(pass(word|wd)?|secret|token|api[_-]?key|auth|credential|cookie|private[_-]?key)")
 """An argument whose name says it is a secret shows as masked, whatever its value looks like."""
 
@@ -153,9 +156,9 @@ class Approvals:
                 f"{self._timeout:g} s means no.")  # fmt: skip
         where = {"tool": label, "platform": origin.platform, "chat": origin.chat_id, "user": origin.user_id}
         try:
-            async with self._write(origin):
-                message_id = await adapter.send_choice(origin.chat_id, text, buttons, thread_id=origin.thread_id,
-                                                       reply_to=origin.message_id)  # fmt: skip
+            message_id = await self._write(origin, lambda: adapter.send_choice(
+                origin.chat_id, text, buttons, thread_id=origin.thread_id, reply_to=origin.message_id,
+            ))  # fmt: skip
         except AdapterError as error:
             log.warning("tool.confirm.unsent", **where, error=str(error))
             return f"not run: the question asking {person} to allow {label} could not be sent ({error})"
@@ -184,17 +187,27 @@ class Approvals:
     async def _close(self, adapter: Adapter, origin: TurnOrigin, message_id: str, text: str) -> None:
         """Edit the question to say what happened (its buttons go); a failure is logged, nothing more."""
         try:
-            async with self._write(origin):
-                await adapter.close_choice(origin.chat_id, message_id, text)
+            await self._write(origin, lambda: adapter.close_choice(origin.chat_id, message_id, text))
         except AdapterError as error:
             log.warning("tool.confirm.close_failed", platform=origin.platform, chat=origin.chat_id, error=str(error),
                         hint="the question keeps its buttons; pressing them now changes nothing")  # fmt: skip
 
-    def _write(self, origin: TurnOrigin) -> AbstractAsyncContextManager[None]:
-        """The rate budget's turn for one call to the question's chat (none without a budget)."""
-        if self._budget is None:
-            return contextlib.nullcontext()
-        return self._budget.write(origin.platform, origin.chat_id)
+    async def _write(self, origin: TurnOrigin, call: Callable[[], Awaitable[T]]) -> T:
+        """One call to the question's chat in its turn of the rate budget; a ``retry_after`` of up to
+        :data:`PATIENCE` seconds is waited out once (the chat held meanwhile), then the call is made again."""
+        for attempt in (1, 2):
+            try:
+                budget = self._budget
+                async with budget.write(origin.platform, origin.chat_id) if budget else contextlib.nullcontext():
+                    return await call()
+            except RateLimited as error:
+                if attempt == 2 or error.retry_after > PATIENCE:
+                    raise
+                if self._budget is not None:
+                    self._budget.hold(origin.platform, origin.chat_id, error.retry_after)
+                else:
+                    await asyncio.sleep(error.retry_after)
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
 
 def summary(arguments: Mapping[str, Any]) -> str:

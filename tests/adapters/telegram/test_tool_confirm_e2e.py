@@ -18,7 +18,7 @@ from structlog.testing import capture_logs
 from agent.tools import Tool, ToolContext
 from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram, TelegramRun
 from tests.fakes.model_server import ModelServer, RequestRecord, Text, ToolCalls, ToolUse
-from tests.fakes.telegram_api import BotMessage, Chat, TelegramAPI
+from tests.fakes.telegram_api import BotMessage, Chat, Failure, TelegramAPI
 from tests.gateway.test_memory_scopes_e2e import tool_results
 from tests.waiting import eventually
 
@@ -161,3 +161,17 @@ async def test_the_wait_does_not_count_against_the_agents_tool_timeout(
     question = await asked(telegram_api, Chat.private(ALICE))
     assert await result_read(model_server) == "not run: nobody answered within 6 s"
     assert tool.ran == [] and question.visible.startswith("shell.run: no answer within 6 s, not run.")
+
+
+async def test_a_question_telegram_holds_back_with_a_429_goes_out_after_the_wait(
+    start_telegram: StartTelegram, telegram_api: TelegramAPI, model_server: ModelServer
+) -> None:
+    _, tool = await start_with_tool(start_telegram)
+    call_the_tool(model_server)
+    await telegram_api.say(ALICE, "restart it please")
+    await eventually(lambda: bool(telegram_api.calls_to("sendChatAction")), "the turn under way")
+    telegram_api.fail("sendMessage", Failure.too_many_requests(1))
+    question = await asked(telegram_api, Chat.private(ALICE))
+    await telegram_api.press(ALICE, question, "Allow")
+    assert await result_read(model_server) == "ran uptime: up 3 days"
+    assert tool.ran == ["uptime"] and telegram_api.rate_limited == 1
