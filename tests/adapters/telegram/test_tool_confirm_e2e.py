@@ -69,6 +69,15 @@ async def asked(api: TelegramAPI, chat: Chat) -> BotMessage:
     return question
 
 
+async def alice_asked(start_telegram: StartTelegram, api: TelegramAPI, model_server: ModelServer,
+                      **sections: Any) -> tuple[Guarded, BotMessage]:  # fmt: skip
+    """A gateway with the tool; Alice asks in her DM, the model calls the tool: the tool and the question."""
+    _, tool = await start_with_tool(start_telegram, **sections)
+    call_the_tool(model_server)
+    await api.say(ALICE, "restart it please")
+    return tool, await asked(api, Chat.private(ALICE))
+
+
 async def result_read(model_server: ModelServer) -> str:
     """The tool result the model read (the turn's second request)."""
     await eventually(lambda: len(model_server.requests) >= 2, "the model asked again with the tool's result")
@@ -110,11 +119,8 @@ async def test_the_tool_runs_only_after_the_asking_person_allows_it_and_another_
 async def test_deny_leaves_the_tool_unrun_and_the_model_reads_who_refused(
     start_telegram: StartTelegram, telegram_api: TelegramAPI, model_server: ModelServer
 ) -> None:
-    _, tool = await start_with_tool(start_telegram)
-    call_the_tool(model_server)
     with capture_logs() as logs:
-        await telegram_api.say(ALICE, "restart it please")
-        question = await asked(telegram_api, Chat.private(ALICE))
+        tool, question = await alice_asked(start_telegram, telegram_api, model_server)
         await telegram_api.press(ALICE, question, "Deny")
         assert await result_read(model_server) == "not run: Alice refused"
     assert tool.ran == []
@@ -127,10 +133,7 @@ async def test_deny_leaves_the_tool_unrun_and_the_model_reads_who_refused(
 async def test_no_answer_in_time_is_a_clear_result_and_closes_the_question(
     start_telegram: StartTelegram, telegram_api: TelegramAPI, model_server: ModelServer
 ) -> None:
-    _, tool = await start_with_tool(start_telegram, tools={"confirm_timeout": 5})
-    call_the_tool(model_server)
-    await telegram_api.say(ALICE, "restart it please")
-    question = await asked(telegram_api, Chat.private(ALICE))
+    tool, question = await alice_asked(start_telegram, telegram_api, model_server, tools={"confirm_timeout": 5})
     assert await result_read(model_server) == "not run: nobody answered within 5 s"
     assert tool.ran == []
     assert question.keyboard is None and question.visible.startswith("shell.run: no answer within 5 s, not run.")
@@ -139,10 +142,7 @@ async def test_no_answer_in_time_is_a_clear_result_and_closes_the_question(
 async def test_stop_while_waiting_stops_the_turn_and_closes_the_question(
     start_telegram: StartTelegram, telegram_api: TelegramAPI, model_server: ModelServer
 ) -> None:
-    _, tool = await start_with_tool(start_telegram)
-    call_the_tool(model_server)
-    await telegram_api.say(ALICE, "restart it please")
-    question = await asked(telegram_api, Chat.private(ALICE))
+    tool, question = await alice_asked(start_telegram, telegram_api, model_server)
     await telegram_api.say(ALICE, "/stop")
     await eventually(lambda: question.keyboard is None, "the question closed")
     assert question.visible.startswith("shell.run: the reply was stopped, not run.")
@@ -154,11 +154,8 @@ async def test_the_wait_does_not_count_against_the_agents_tool_timeout(
 ) -> None:
     """A question that expires ends as "nobody answered", not as a tool that ran out of time (agent.tool_timeout)."""
     asking_server = {"name": "shell", "command": "true", "confirm": True}  # not started on this branch: config only
-    _, tool = await start_with_tool(start_telegram, agent={"tool_timeout": 5},
-                                    tools={"confirm_timeout": 6, "mcp_servers": [asking_server]})  # fmt: skip
-    call_the_tool(model_server)
-    await telegram_api.say(ALICE, "restart it please")
-    question = await asked(telegram_api, Chat.private(ALICE))
+    tool, question = await alice_asked(start_telegram, telegram_api, model_server, agent={"tool_timeout": 5},
+                                       tools={"confirm_timeout": 6, "mcp_servers": [asking_server]})  # fmt: skip
     assert await result_read(model_server) == "not run: nobody answered within 6 s"
     assert tool.ran == [] and question.visible.startswith("shell.run: no answer within 6 s, not run.")
 
@@ -166,12 +163,8 @@ async def test_the_wait_does_not_count_against_the_agents_tool_timeout(
 async def test_a_question_telegram_holds_back_with_a_429_goes_out_after_the_wait(
     start_telegram: StartTelegram, telegram_api: TelegramAPI, model_server: ModelServer
 ) -> None:
-    _, tool = await start_with_tool(start_telegram)
-    call_the_tool(model_server)
-    await telegram_api.say(ALICE, "restart it please")
-    await eventually(lambda: bool(telegram_api.calls_to("sendChatAction")), "the turn under way")
-    telegram_api.fail("sendMessage", Failure.too_many_requests(1))
-    question = await asked(telegram_api, Chat.private(ALICE))
+    telegram_api.fail("sendMessage", Failure.too_many_requests(1))  # in a DM the question is the first message
+    tool, question = await alice_asked(start_telegram, telegram_api, model_server)
     await telegram_api.press(ALICE, question, "Allow")
     assert await result_read(model_server) == "ran uptime: up 3 days"
     assert tool.ran == ["uptime"] and telegram_api.rate_limited == 1
