@@ -15,6 +15,13 @@ A quiet connection is probed with :meth:`probe_liveness` (see :mod:`adapters.dis
 
 Files users attach are downloaded from Discord's CDN on request (:meth:`fetch_media`, see
 :mod:`adapters.discord.media`).
+
+Buttons (:meth:`send_choice`, :meth:`close_choice`, presses to ``on_button``): see
+:mod:`adapters.discord.buttons`. Presses come on the gateway WebSocket like messages, so only the
+process that holds it (all of them without a lease; the lease holder in a cluster) receives them;
+one that only sends never does. A press is handed over whether or not the lease still holds at that
+moment: Discord sends each interaction to one session only and no catch-up brings it back, so
+dropping it (as a message is dropped, to be caught up by the holder) would lose it.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from adapters.contract import (
     AdapterError,
     AdapterState,
     Attachment,
+    Button,
     Capabilities,
     CatchUpPoint,
     CatchUpWindow,
@@ -51,7 +59,7 @@ from adapters.contract import (
     TransientDeliveryError,
     log_rejected,
 )
-from adapters.discord import endpoints, history, liveness, preflight
+from adapters.discord import buttons, endpoints, history, liveness, preflight
 from adapters.discord.client import GatewayClient
 from adapters.discord.convert import to_inbound
 from adapters.discord.media import AttachmentDownloads
@@ -75,6 +83,8 @@ class DiscordSection(Protocol):
     gateway_url: str | None
     message_content_intent: bool
     allow_bots: bool
+    allowed_guilds: list[str]
+    allowed_channels: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +94,15 @@ class DiscordSettings:
     gateway_url: str | None = None
     message_content_intent: bool = False
     allow_bots: bool = False
+    allowed_guilds: frozenset[str] = frozenset()
+    """Servers whose button presses are taken (empty: any), as the gateway answers messages there."""
+    allowed_channels: frozenset[str] = frozenset()
+    """Channels whose button presses are taken (empty: any)."""
 
 
 class DiscordAdapter(Adapter):
     platform = "discord"
+    supports_buttons = True
     capabilities = Capabilities(
         max_message_length=2000, length_unit="chars", can_edit=True, markup=Markup.DISCORD_MARKDOWN,
         rates=RateLimits(per_chat=Rate(5, 5.0), overall=None, stream_interval=1.0),
@@ -144,6 +159,7 @@ class DiscordAdapter(Adapter):
             DiscordSettings(
                 token=section.token, api_base_url=section.api_base_url, gateway_url=section.gateway_url,
                 message_content_intent=section.message_content_intent, allow_bots=section.allow_bots,
+                allowed_guilds=frozenset(section.allowed_guilds), allowed_channels=frozenset(section.allowed_channels),
             )
         )  # fmt: skip
 
@@ -253,6 +269,16 @@ class DiscordAdapter(Adapter):
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         await self._sender.typing(chat_id, thread_id)
 
+    async def send_choice(
+        self, chat_id: str, text: str, choices: Sequence[Button], *, thread_id: str | None = None,
+        reply_to: str | None = None,
+    ) -> str:
+        message = OutboundMessage(chat_id=chat_id, text=_plain(text), thread_id=thread_id, reply_to=reply_to)
+        return await self._sender.send(message, view=buttons.row_of(choices))
+
+    async def close_choice(self, chat_id: str, message_id: str, text: str) -> None:
+        await self._sender.edit(chat_id, message_id, _plain(text), Markup.PLAIN, drop_buttons=True)
+
     # --- files that came with a message ------------------------------------------------------
     async def fetch_media(self, attachment: Attachment, *, max_bytes: int, timeout: float) -> bytes:
         return await self._downloads.fetch(attachment, max_bytes=max_bytes, timeout=timeout)
@@ -320,6 +346,30 @@ class DiscordAdapter(Adapter):
             self._note_inbound()
             self._inbox.put_nowait(inbound)
 
+    async def pressed(self, client: discord.Client, interaction: discord.Interaction) -> None:
+        """A component interaction: acknowledged at once, then handed to ``on_button`` (see :mod:`.buttons`)."""
+        if not buttons.is_press(interaction) or self._closing:
+            return
+        await buttons.acknowledge(interaction)
+        fields = {"interaction": str(interaction.id), "channel": str(interaction.channel_id or ""),
+                  "user": str(getattr(interaction.user, "id", ""))}  # fmt: skip
+        try:
+            press = buttons.to_press(interaction)
+        except Exception as error:  # noqa: BLE001 - one unreadable press is skipped, not fatal
+            log_rejected(log, "discord.button.rejected", error, **fields)
+            return
+        settings = self._settings
+        why = buttons.refusal(interaction, press, guilds=settings.allowed_guilds, channels=settings.allowed_channels)
+        listener = self.on_button
+        if why is not None or listener is None:
+            log.info("discord.button.ignored", reason=why or "nobody listens for presses", button=press.button_id,
+                     **fields)  # fmt: skip
+            return
+        try:
+            await listener(press)
+        except Exception:  # noqa: BLE001 - the listener's failure is logged, the connection goes on
+            log.exception("discord.button.failed", button=press.button_id, **fields)
+
     # --- internals -------------------------------------------------------------------------
     def _convert(self, message: discord.Message, client: discord.Client | None = None) -> InboundMessage | None:
         """``message`` as the gateway gets it, live or caught up; None for one the bot is not shown, or one that
@@ -369,6 +419,13 @@ class DiscordAdapter(Adapter):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
             self._worker = None
+
+
+def _plain(text: str) -> str:
+    """``text`` shown as written (Markdown escaped: a tool's ``__`` would underline), cut to Discord's limit."""
+    escaped = discord.utils.escape_markdown(text)
+    limit = DiscordAdapter.capabilities.max_message_length
+    return escaped if len(escaped) <= limit else escaped[: limit - 1] + "…"
 
 
 def _bot_id_of(token: str) -> str:

@@ -39,6 +39,8 @@ class ClientEvents(Protocol):
 
     def arrived(self, channel_id: int, message_id: int) -> None: ...
 
+    async def pressed(self, client: discord.Client, interaction: discord.Interaction) -> None: ...
+
 
 class GatewayClient(discord.Client):
     """A plain ``discord.Client`` whose events go to :class:`ClientEvents`; discord.py does the protocol."""
@@ -70,6 +72,10 @@ class GatewayClient(discord.Client):
 
     async def on_message(self, message: discord.Message) -> None:
         self._events.message(self, message)
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        # discord.py runs each event handler in a task of its own: awaiting the press here holds up nothing.
+        await self._events.pressed(self, interaction)
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
         log.exception("discord.handler_failed", handler=event_method)

@@ -49,7 +49,8 @@ class Sender:
         self._channel_of: OrderedDict[str, int] = OrderedDict()
         """Message id -> the channel (or thread) it was sent to, for edits of messages in threads."""
 
-    async def send(self, message: OutboundMessage) -> str:
+    async def send(self, message: OutboundMessage, *, view: discord.ui.View | None = None) -> str:
+        """Send one chunk (with ``view``: a row of buttons under it); returns the message id."""
         channel = self._channel(int(message.thread_id or message.chat_id))
         reference = None
         if message.reply_to:
@@ -59,15 +60,18 @@ class Sender:
         with translated(delivery_error, Attempt("send", str(channel.id), message.markup)):
             # discord.py sends enforce_nonce with every nonce: Discord then answers a repeat with the first message.
             sent = await channel.send(
-                message.text, reference=reference, nonce=message.nonce, allowed_mentions=SAFE_MENTIONS
+                message.text, reference=reference, nonce=message.nonce, allowed_mentions=SAFE_MENTIONS, view=view
             )  # type: ignore[call-overload]
         self._remember(str(sent.id), channel.id)
         return str(sent.id)
 
-    async def edit(self, chat_id: str, message_id: str, text: str, markup: Markup) -> None:
+    async def edit(self, chat_id: str, message_id: str, text: str, markup: Markup, *, drop_buttons: bool = False) -> None:
+        """Replace the message's text; ``drop_buttons`` also removes every button under it."""
         channel = self._channel(self._channel_of.get(message_id) or int(chat_id))
+        extra = {"view": None} if drop_buttons else {}  # view=None sends an empty component list
         with translated(delivery_error, Attempt("edit", str(channel.id), markup)):
-            await channel.get_partial_message(int(message_id)).edit(content=text, allowed_mentions=SAFE_MENTIONS)
+            await channel.get_partial_message(int(message_id)).edit(content=text, allowed_mentions=SAFE_MENTIONS,
+                                                                    **extra)  # fmt: skip
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         channel = self._channel(int(thread_id or chat_id))

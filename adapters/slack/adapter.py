@@ -6,8 +6,10 @@ Inbound: see :mod:`adapters.slack.workspaces` for whose events are taken in at a
 and :mod:`adapters.slack.app` for when Slack gets its ack. Outbound:
 chat.postMessage in mrkdwn, in the thread the message came from, with the
 chunk's nonce in message metadata so a resend finds it
-(:mod:`adapters.slack.resend`); chat.update for edits. A reply in a thread can
-stream natively (``chat.startStream`` / ``appendStream`` / ``stopStream``) and
+(:mod:`adapters.slack.resend`); chat.update for edits. Buttons under a message (Block Kit
+actions, ``block_actions`` presses in both modes) are :mod:`adapters.slack.buttons`; in a cluster in
+Socket Mode only the gateway that holds the socket receives presses, in HTTP mode any gateway Slack
+calls. A reply in a thread can stream natively (``chat.startStream`` / ``appendStream`` / ``stopStream``) and
 show the thread's status line (``assistant.threads.setStatus``), see
 :mod:`adapters.slack.streaming`; elsewhere it is posted, then updated. Sender names come from users.info (:mod:`adapters.slack.users`,
 scope ``users:read``). Files users share are downloaded on request with the bot
@@ -44,6 +46,7 @@ from adapters.contract import (
     AdapterState,
     AdapterStatus,
     Attachment,
+    Button,
     Capabilities,
     CatchUpPoint,
     CatchUpWindow,
@@ -62,6 +65,7 @@ from adapters.contract import (
 from adapters.http_listener import ListenerLimits
 from adapters.slack import liveness, sending, streaming
 from adapters.slack.app import EventSink, build_app
+from adapters.slack.buttons import PressSink, choice_blocks, closed_blocks
 from adapters.slack.convert import PLATFORM
 from adapters.slack.files import FileDownloads
 from adapters.slack.history import HistoryReader
@@ -105,6 +109,8 @@ class SlackSettings:
     """Workspaces (or organisations) besides the installed one whose events are taken in (Slack Connect)."""
     allowed_users: tuple[str, ...] = ()
     """The gateway's allowlist, read here only to let a named external user through (see :mod:`.workspaces`)."""
+    allowed_channels: tuple[str, ...] = ()
+    """The channels the bot answers in (empty: any), read here for button presses (see :mod:`.buttons`)."""
 
 
 class SlackAdapter(Adapter):
@@ -120,6 +126,7 @@ class SlackAdapter(Adapter):
         "characters are split into several messages, so keep answers short and skimmable."
     )
     chats_setting: ClassVar[str] = "allowed_channels"
+    supports_buttons: ClassVar[bool] = True
 
     def __init__(self, settings: SlackSettings) -> None:
         super().__init__()
@@ -129,6 +136,7 @@ class SlackAdapter(Adapter):
         self._session: aiohttp.ClientSession | None = None
         self._files = FileDownloads(self._client, lambda: self._session, settings.api_base_url)
         self._sink: EventSink | None = None
+        self._presses = PressSink(lambda: self.on_button, channels=settings.allowed_channels)
         self._socket: SocketReceiver | None = None
         self._http: HttpReceiver | None = None
         self._threads: ThreadMemory | None = None
@@ -157,7 +165,7 @@ class SlackAdapter(Adapter):
                 listen_host=listen.host, listen_port=listen.port, listen_path=listen.path,
                 listen_limits=ListenerLimits.from_config(listen),
                 require_mention=section.require_mention, allowed_teams=tuple(section.allowed_teams),
-                allowed_users=tuple(section.allowed_users),
+                allowed_users=tuple(section.allowed_users), allowed_channels=tuple(section.allowed_channels),
             )  # fmt: skip
         )
 
@@ -214,7 +222,7 @@ class SlackAdapter(Adapter):
             workspaces=self._workspaces,
         )  # fmt: skip
         self._sink.open(self._fenced(intake))
-        app = self._app = build_app(self._client, settings.signing_secret or "", self.bot, self._sink)
+        app = self._app = build_app(self._client, settings.signing_secret or "", self.bot, self._sink, self._presses)
         if settings.mode == "http":
             self._http = HttpReceiver(app, signing_secret=settings.signing_secret or "", host=settings.listen_host,
                                       port=settings.listen_port, path=settings.listen_path,
@@ -295,6 +303,7 @@ class SlackAdapter(Adapter):
             await http.stop()
         if self._sink is not None:
             await self._sink.drain()
+        await self._presses.drain()
         if self._threads is not None:
             await self._threads.close()
         if self._names is not None:
@@ -390,6 +399,20 @@ class SlackAdapter(Adapter):
             except RecipientUnavailable:
                 raise error  # no stream of ours: the edit's own refusal says what happened
             await sending.update(self._client, chat_id, message_id, text, markup)
+
+    async def send_choice(
+        self, chat_id: str, text: str, buttons: Sequence[Button], *, thread_id: str | None = None,
+        reply_to: str | None = None,
+    ) -> str:
+        """Post ``text`` with a row of ``buttons`` (in ``thread_id``; Slack has no replies outside threads, so
+        ``reply_to`` is not used)."""
+        message = OutboundMessage(chat_id=chat_id, text=text, thread_id=thread_id)
+        ts = await sending.post(self._client, message, blocks=choice_blocks(text, buttons))
+        self._joined(message)
+        return ts
+
+    async def close_choice(self, chat_id: str, message_id: str, text: str) -> None:
+        await sending.update(self._client, chat_id, message_id, text, Markup.PLAIN, blocks=closed_blocks(text))
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         """Slack offers bots no typing indicator in channels; nothing to do."""

@@ -42,6 +42,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.contract import ChatType, InboundMessage, Intake, log_rejected
+from adapters.slack.buttons import PressSink
 from adapters.slack.convert import Skip, ThreadReply, to_inbound
 from adapters.slack.identity import BotIdentity
 from adapters.slack.liveness import RecentIds
@@ -167,8 +168,11 @@ class EventSink:
             self._on_accepted()
 
 
-def build_app(client: AsyncWebClient, signing_secret: str, bot: BotIdentity, sink: EventSink) -> AsyncApp:
-    """An AsyncApp whose every event goes to ``sink``; request verification stays on."""
+def build_app(
+    client: AsyncWebClient, signing_secret: str, bot: BotIdentity, sink: EventSink, presses: PressSink
+) -> AsyncApp:
+    """An AsyncApp whose every event goes to ``sink`` and every button press to ``presses``; request verification
+    stays on."""
 
     async def authorize() -> AuthorizeResult:
         # The identity comes from auth.test at start, so no event waits for a lazy auth.test call.
@@ -197,6 +201,8 @@ def build_app(client: AsyncWebClient, signing_secret: str, bot: BotIdentity, sin
     app.event("message")(on_event)
     # Anything else the app is subscribed to is acknowledged and skipped, so Slack does not retry it.
     app.event(re.compile(".*"))(on_event)
+    # Presses of buttons the bot posted (block_actions), by any action id: see adapters.slack.buttons.
+    app.block_action(re.compile(".*"))(presses)
     return app
 
 

@@ -81,11 +81,14 @@ def build_client(token: str, base_url: str | None, *, timeout: int = 30) -> Asyn
     return AsyncWebClient(**kwargs)
 
 
-async def post(client: AsyncWebClient, message: OutboundMessage) -> str:
-    """Post one chunk; returns its ``ts`` (Slack's message id)."""
+async def post(client: AsyncWebClient, message: OutboundMessage, *, blocks: list[dict[str, Any]] | None = None) -> str:
+    """Post one chunk (``blocks``: shown instead of its text, which then serves notifications); returns its
+    ``ts`` (Slack's message id)."""
     formatted = message.markup is Markup.SLACK_MRKDWN
     text = message.text if formatted else message.text.translate(_TEXT_ESCAPES)
     arguments: dict[str, Any] = {"channel": message.chat_id, "text": text, "mrkdwn": formatted}
+    if blocks is not None:
+        arguments["blocks"] = blocks
     if message.thread_id:
         arguments["thread_ts"] = message.thread_id
     if message.nonce:
@@ -95,12 +98,18 @@ async def post(client: AsyncWebClient, message: OutboundMessage) -> str:
     return str(response["ts"])
 
 
-async def update(client: AsyncWebClient, chat_id: str, message_id: str, text: str, markup: Markup) -> None:
+async def update(
+    client: AsyncWebClient, chat_id: str, message_id: str, text: str, markup: Markup, *,
+    blocks: list[dict[str, Any]] | None = None,
+) -> None:
+    """Replace a message's text (``blocks``: and its blocks; without them Slack keeps the ones it has)."""
     formatted = markup is Markup.SLACK_MRKDWN
+    arguments: dict[str, Any] = {"channel": chat_id, "ts": message_id,
+                                 "text": text if formatted else text.translate(_TEXT_ESCAPES)}  # fmt: skip
+    if blocks is not None:
+        arguments["blocks"] = blocks
     with translated(delivery_error, Attempt("chat.update", chat_id)):
-        await client.chat_update(
-            channel=chat_id, ts=message_id, text=text if formatted else text.translate(_TEXT_ESCAPES)
-        )
+        await client.chat_update(**arguments)
 
 
 def delivery_error(error: Exception, attempt: Attempt) -> DeliveryError | None:

@@ -17,6 +17,11 @@ of it fail there (404, hang, redirect, cut short) and reads ``emulator.files.dow
 :meth:`DiscordEmulator.voice_message` sends a voice message (the message flag, the recording's
 duration and waveform).
 
+Buttons: a message the bot sends keeps its ``components`` (``SentMessage.components``, ``Edit.components``;
+what a message shows now is ``emulator.world.messages[id]["components"]``); :meth:`DiscordEmulator.press` is a
+person clicking one of its buttons (INTERACTION_CREATE on the gateway WebSocket), and the bot's answer
+(the interaction callback) lands in ``emulator.world.interactions[id].callbacks``.
+
 Discord's per-channel rate limit on creates and edits (5 per 5 s, see
 :mod:`.limits`) is off unless :meth:`DiscordEmulator.enforce_rates` (or
 ``DiscordEmulator(rates=True)``) turns it on: the existing tests send faster,
@@ -36,10 +41,10 @@ from tests.fakes.discord_api import payloads
 from tests.fakes.discord_api.gateway import MESSAGE_CONTENT_INTENT, GatewayServer
 from tests.fakes.discord_api.limits import ChannelLimits
 from tests.fakes.discord_api.rest import RestApi
-from tests.fakes.discord_api.world import Edit, Failure, SentMessage, World
+from tests.fakes.discord_api.world import Edit, Failure, Interaction, SentMessage, World
 from tests.fakes.served_files import ServedFiles
 
-__all__ = ("MESSAGE_CONTENT_INTENT", "DiscordEmulator", "Edit", "Failure", "SentMessage", "World")
+__all__ = ("MESSAGE_CONTENT_INTENT", "DiscordEmulator", "Edit", "Failure", "Interaction", "SentMessage", "World")
 
 TOKEN = "emulator-bot-token"
 
@@ -122,6 +127,36 @@ class DiscordEmulator:
         recording = self.attachment(data, "voice-message.ogg", content_type="audio/ogg", duration=duration,
                                     channel_id=channel_id)  # fmt: skip
         return await self._post(channel_id, None, user_id, "", attachments=[recording], flags=payloads.VOICE_MESSAGE)
+
+    async def press(self, message_id: str, custom_id: str, user_id: str) -> Interaction:
+        """The user clicks the button ``custom_id`` under the bot's message: INTERACTION_CREATE goes out on the
+        gateway (a member's press in a server channel or thread, a user's in a DM). Only a button the message
+        shows now can be pressed."""
+        if self.gateway is None:
+            raise RuntimeError("the emulator is not started")
+        message = self.world.messages[message_id]
+        if custom_id not in payloads.custom_ids(message):
+            raise ValueError(f"message {message_id} shows no button {custom_id!r}")
+        channel_id = message["channel_id"]
+        channel = self.world.channel(channel_id)
+        if channel is None:
+            raise ValueError(f"no channel {channel_id}")
+        guild_id = channel.get("guild_id")
+        pressed = Interaction(payloads.snowflake(), f"interaction-token-{payloads.snowflake()}", channel_id,
+                              message_id, custom_id, user_id)  # fmt: skip
+        self.world.interactions[pressed.id] = pressed
+        data = payloads.interaction(
+            interaction_id=pressed.id, token=pressed.token, app_id=self.world.app_id, custom_id=custom_id,
+            message={**message, **({"guild_id": guild_id} if guild_id else {})}, channel=channel,
+            user=self.world.user(user_id), guild_id=guild_id,
+        )  # fmt: skip
+        await self.gateway.dispatch("INTERACTION_CREATE", data)
+        return pressed
+
+    async def wait_acknowledged(self, pressed: Interaction, *, timeout: float = 30.0) -> dict[str, Any]:
+        """The bot's answer to the press (the body of its interaction callback)."""
+        await self.wait_for(lambda: bool(pressed.callbacks), timeout=timeout)
+        return pressed.callbacks[0]
 
     # --- files users upload ------------------------------------------------------------------
     def attachment(

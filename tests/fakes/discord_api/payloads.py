@@ -136,13 +136,14 @@ def message(
     referenced: dict[str, Any] | None = None,
     nonce: str | None = None,
     flags: int = 0,
+    components: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": message_id, "channel_id": channel_id, "author": author, "content": content,
         "timestamp": created_at(message_id).isoformat(),
         "edited_timestamp": None, "tts": False, "mention_everyone": False, "mentions": mentions or [],
         "mention_roles": [], "attachments": attachments or [], "embeds": [], "pinned": False,
-        "type": MESSAGE_REPLY if referenced else MESSAGE_DEFAULT, "flags": flags, "components": [],
+        "type": MESSAGE_REPLY if referenced else MESSAGE_DEFAULT, "flags": flags, "components": components or [],
     }  # fmt: skip
     if guild_id is not None:
         data["guild_id"] = guild_id
@@ -153,4 +154,73 @@ def message(
             data["message_reference"]["guild_id"] = guild_id
     if nonce is not None:
         data["nonce"] = nonce
+    return data
+
+
+COMPONENT_ACTION_ROW = 1
+COMPONENT_BUTTON = 2
+BUTTON_STYLES = frozenset({1, 2, 3, 4})
+"""Primary, secondary, success, danger: the styles a button with a ``custom_id`` may have (5 is a link)."""
+INTERACTION_COMPONENT = 3
+
+
+def components_problem(components: Any) -> str | None:
+    """What Discord would refuse in a message's ``components`` (action rows of buttons), or None."""
+    if not isinstance(components, list) or len(components) > 5:
+        return "components must be a list of at most 5 action rows"
+    seen: set[str] = set()
+    for row in components:
+        items = row.get("components") if isinstance(row, dict) else None
+        if not isinstance(items, list) or row.get("type") != COMPONENT_ACTION_ROW or not 1 <= len(items) <= 5:
+            return "each action row holds 1 to 5 components"
+        for item in items:
+            kind = (item.get("type"), item.get("style")) if isinstance(item, dict) else None
+            if kind is None or kind[0] != COMPONENT_BUTTON or kind[1] not in BUTTON_STYLES:
+                return "only buttons with a custom_id are emulated"
+            custom_id, label = item.get("custom_id"), item.get("label")
+            if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= 100 or custom_id in seen:
+                return "a button's custom_id must be 1-100 characters and unique in the message"
+            if not isinstance(label, str) or len(label) > 80:
+                return "a button's label must be at most 80 characters"
+            seen.add(custom_id)
+    return None
+
+
+def custom_ids(message: dict[str, Any]) -> list[str]:
+    """The ``custom_id`` of every button under a message."""
+    return [item["custom_id"] for row in message.get("components") or () for item in row.get("components") or ()]
+
+
+def member(user: dict[str, Any]) -> dict[str, Any]:
+    """A server member as an interaction carries it."""
+    return {
+        "user": user, "roles": [], "joined_at": now_iso(), "deaf": False, "mute": False, "flags": 0,
+        "pending": False, "permissions": "1071698660929", "nick": None, "avatar": None,
+    }  # fmt: skip
+
+
+def interaction(
+    *,
+    interaction_id: str,
+    token: str,
+    app_id: str,
+    custom_id: str,
+    message: dict[str, Any],
+    channel: dict[str, Any],
+    user: dict[str, Any],
+    guild_id: str | None,
+) -> dict[str, Any]:
+    """INTERACTION_CREATE for a press of the button ``custom_id`` under ``message``: a server member's in a
+    server channel or thread, a user's in a DM."""
+    data: dict[str, Any] = {
+        "id": interaction_id, "application_id": app_id, "type": INTERACTION_COMPONENT, "token": token, "version": 1,
+        "data": {"custom_id": custom_id, "component_type": COMPONENT_BUTTON}, "channel": channel,
+        "channel_id": channel["id"], "message": message, "app_permissions": "1071698660929", "locale": "en-US",
+        "entitlements": [], "authorizing_integration_owners": {}, "attachment_size_limit": 10 * 1024 * 1024,
+        "context": 0 if guild_id is not None else 1,
+    }  # fmt: skip
+    if guild_id is not None:
+        data.update(guild_id=guild_id, guild_locale="en-US", member=member(user))
+    else:
+        data["user"] = user
     return data

@@ -1,6 +1,9 @@
 """The REST half of the emulator: the endpoints discord.py calls to log in, send, edit and type, and to read a
 channel (``GET /channels/{id}``) and its history (``GET /channels/{id}/messages`` with ``before`` / ``after`` /
-``limit``, newest first as Discord answers).
+``limit``, newest first as Discord answers). Messages carry ``components`` (action rows of buttons), checked
+as Discord checks them; an edit sets or (with an empty list) removes them. A press of a button is answered on
+``POST /interactions/{id}/{token}/callback`` (no bot token: the interaction's own token authorizes it), which
+records the body in :attr:`World.interactions` and refuses a second answer as Discord does.
 
 Every JSON answer carries ``Content-Type: application/json`` exactly: discord.py
 only parses a body as JSON when the header is exactly that (aiohttp's
@@ -16,7 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.discord_api import payloads
-from tests.fakes.discord_api.world import Edit, World
+from tests.fakes.discord_api.world import Edit, Interaction, World
 
 API = "/api/v10"
 
@@ -50,13 +53,15 @@ class RestApi:
         app.router.add_post(f"{API}/channels/{{channel}}/messages", self._create_message)
         app.router.add_patch(f"{API}/channels/{{channel}}/messages/{{message}}", self._edit_message)
         app.router.add_post(f"{API}/channels/{{channel}}/typing", self._typing)
+        app.router.add_post(f"{API}/interactions/{{interaction}}/{{token}}/callback", self._interaction_callback)
 
     @web.middleware
     async def _record_and_authorize(self, request: web.Request, handler: Any) -> web.StreamResponse:
         if not request.path.startswith(API):
             return await handler(request)
         self.world.rest_calls.append((request.method, request.path.removeprefix(API)))
-        if request.path != f"{API}/gateway" and request.headers.get("Authorization") != f"Bot {self.world.token}":
+        public = request.path == f"{API}/gateway" or request.path.startswith(f"{API}/interactions/")
+        if not public and request.headers.get("Authorization") != f"Bot {self.world.token}":
             return error(401, "401: Unauthorized")
         return await handler(request)
 
@@ -139,6 +144,8 @@ class RestApi:
                           "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
                                                               "message": "Must be 2000 or fewer in length."}]}}},
                          400)  # fmt: skip
+        if (refused := _components_refused(body)) is not None:
+            return refused
         sent, _ = self.world.create(channel_id, body)
         await self.world.notify(lambda: None)
         if failure is not None:  # the message exists now; its answer never reaches the bot
@@ -155,12 +162,55 @@ class RestApi:
         if stored["author"]["id"] != self.world.bot["id"]:
             return error(403, "Cannot edit a message authored by another user", 50005)
         body = await request.json()
+        if (refused := _components_refused(body)) is not None:
+            return refused
         stored.update(content=body.get("content", stored["content"]), edited_timestamp=payloads.now_iso())
-        edit = Edit(channel_id, message_id, stored["content"], time.monotonic())
+        components = None
+        if body.get("components") is not None:
+            components = tuple(body["components"])
+            stored["components"] = list(components)
+        edit = Edit(channel_id, message_id, stored["content"], time.monotonic(), components)
         await self.world.notify(lambda: self.world.edits.append(edit))
         return reply(stored)
+
+    async def _interaction_callback(self, request: web.Request) -> web.Response:
+        """Discord's answer to a press: the interaction must exist, the token match, and no answer came before."""
+        found = self.world.interactions.get(request.match_info["interaction"])
+        if found is None or found.token != request.match_info["token"]:
+            return error(404, "Unknown interaction", 10062)
+        if found.callbacks:
+            return error(400, "Interaction has already been acknowledged.", 40060)
+        body = await request.json()
+        if body.get("type") not in (4, 5, 6, 7):
+            return reply({"message": "Invalid Form Body", "code": 50035,
+                          "errors": {"type": {"_errors": [{"code": "BASE_TYPE_CHOICES"}]}}}, 400)  # fmt: skip
+        await self.world.notify(lambda: found.callbacks.append(body))
+        if request.query.get("with_response") not in ("1", "true", "True"):
+            return web.Response(status=204)
+        return reply(_callback_response(found, body))
 
     async def _typing(self, request: web.Request) -> web.Response:
         channel_id = request.match_info["channel"]
         await self.world.notify(lambda: self.world.typing.append(channel_id))
         return web.Response(status=204)
+
+
+def _components_refused(body: dict[str, Any]) -> web.Response | None:
+    """400 for components Discord would refuse; None when there are none or they are fine."""
+    if body.get("components") is None:
+        return None
+    problem = payloads.components_problem(body["components"])
+    if problem is None:
+        return None
+    return reply({"message": "Invalid Form Body", "code": 50035,
+                  "errors": {"components": {"_errors": [{"code": "COMPONENT_INVALID", "message": problem}]}}},
+                 400)  # fmt: skip
+
+
+def _callback_response(found: Interaction, body: dict[str, Any]) -> dict[str, Any]:
+    """What Discord answers a callback sent ``with_response``: the interaction, and the kind of answer it took."""
+    return {
+        "interaction": {"id": found.id, "type": payloads.INTERACTION_COMPONENT, "response_message_loading": False,
+                        "response_message_ephemeral": False},
+        "resource": {"type": body["type"]},
+    }  # fmt: skip

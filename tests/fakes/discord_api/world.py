@@ -25,6 +25,8 @@ class SentMessage:
     """The ``message_reference`` the bot sent (``message_id``, ``fail_if_not_exists``, ...)."""
     at: float = 0.0
     """time.monotonic() when Discord created it."""
+    components: tuple[dict[str, Any], ...] = ()
+    """The action rows (of buttons) under it, as sent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,23 @@ class Edit:
     content: str
     at: float = 0.0
     """time.monotonic() when Discord made the edit."""
+    components: tuple[dict[str, Any], ...] | None = None
+    """The action rows the edit set (``()``: it removed them); None: it left them as they were."""
+
+
+@dataclass(frozen=True, slots=True)
+class Interaction:
+    """A press of a button the emulator dispatched (INTERACTION_CREATE), and what the bot answered."""
+
+    id: str
+    token: str
+    channel_id: str
+    message_id: str
+    custom_id: str
+    user_id: str
+    callbacks: list[dict[str, Any]] = field(default_factory=list)
+    """The bodies of ``POST /interactions/{id}/{token}/callback`` Discord accepted (the first is the
+    acknowledgement; Discord refuses any later one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +84,8 @@ class World:
         """Creates answered from the nonce cache instead of creating a message again."""
         self.edits: list[Edit] = []
         self.typing: list[str] = []
+        self.interactions: dict[str, Interaction] = {}
+        """Button presses by interaction id (see :meth:`tests.fakes.discord_api.DiscordEmulator.press`)."""
         self.rest_calls: list[tuple[str, str]] = []
         """(method, path) of every REST request, in order."""
         self.failures: list[Failure] = []
@@ -117,7 +138,7 @@ class World:
             return first, False
         reference = body.get("message_reference")
         sent = SentMessage(payloads.snowflake(), channel_id, body.get("content") or "", nonce, enforce, reference,
-                           time.monotonic())  # fmt: skip
+                           time.monotonic(), tuple(body.get("components") or ()))  # fmt: skip
         self.sent.append(sent)
         if nonce is not None and enforce:
             self._by_nonce[nonce] = sent
@@ -126,7 +147,7 @@ class World:
             referenced = self.messages[str(reference["message_id"])]
         self.messages[sent.id] = payloads.message(
             message_id=sent.id, channel_id=channel_id, author=self.bot, content=sent.content, referenced=referenced,
-            nonce=nonce,
+            nonce=nonce, components=list(sent.components),
         )  # fmt: skip
         return sent, True
 

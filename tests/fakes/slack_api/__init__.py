@@ -14,10 +14,10 @@ from .server import (
     Post,
     Shown,
 )
-from .signing import Answer, post_signed, post_signed_body, signature
+from .signing import Answer, post_signed, post_signed_body, post_signed_form, signature
 
 __all__ = [
     "APP_TOKEN", "BOT_ID", "BOT_NAME", "BOT_TOKEN", "BOT_USER_ID", "TEAM_ID", "Answer", "ApiCall", "Failure",
     "FakeSlack", "Post", "Shown", "envelope", "from_other_workspace", "in_shared_channel", "mention", "message", "message_key",
-    "next_ts", "post_signed", "post_signed_body", "signature",
+    "next_ts", "post_signed", "post_signed_body", "post_signed_form", "signature",
 ]  # fmt: skip

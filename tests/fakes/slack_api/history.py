@@ -35,6 +35,10 @@ class History:
         if message is not None:
             message.update(fields)
 
+    def message(self, channel: str, ts: str) -> dict[str, Any]:
+        """The message as the workspace has it now; raises ``KeyError`` for one it does not have."""
+        return dict(self._messages[channel][ts])
+
     def text_of(self, channel: str, ts: str) -> str | None:
         """What the message shows now; None for a message the workspace does not have."""
         message = self._messages.get(channel, {}).get(ts)

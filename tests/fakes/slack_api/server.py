@@ -27,6 +27,12 @@ answered) while every event is silently dropped, and :meth:`FakeSlack.reconnect`
 closes the socket with messages posted while no connection was up, whose events
 never come.
 
+Buttons: chat.postMessage and chat.update take ``blocks`` (sections and actions blocks of buttons, checked as
+Slack checks them, see :mod:`.buttons`); an update without ``blocks`` keeps the ones the message has, as
+Slack's does. :meth:`FakeSlack.blocks_of` is what a message shows now; :meth:`FakeSlack.press` is a person
+clicking one of its buttons: a ``block_actions`` payload in an ``interactive`` envelope on the socket, or
+(:meth:`FakeSlack.press_payload`) the payload for a signed form POST in HTTP mode.
+
 Failures are scripted per method with :meth:`fail_next` (a status, headers and
 JSON body, or a dropped connection, before or after the call took effect) and
 used up one per call.
@@ -45,6 +51,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from .buttons import block_actions, blocks_problem
 from .files import Files
 from .history import History
 from .rates import ChannelRates
@@ -77,6 +84,7 @@ class Post:
     ts: str
     mrkdwn: Any
     metadata: Any = None
+    blocks: Any = None
 
 
 @dataclass(frozen=True)
@@ -232,14 +240,32 @@ class FakeSlack:
     # --- Socket Mode -----------------------------------------------------------------------
     async def push_event(self, body: Mapping[str, Any], *, retry_attempt: int = 0, retry_reason: str = "") -> str:
         """Send an ``events_api`` envelope with ``body`` (an event_callback) to the connected app."""
+        return await self._push({
+            "type": "events_api", "accepts_response_payload": False, "retry_attempt": retry_attempt,
+            "retry_reason": retry_reason, "payload": dict(body),
+        })  # fmt: skip
+
+    def blocks_of(self, channel: str, ts: str) -> list[dict[str, Any]]:
+        """The blocks the message shows now (none for a message without blocks)."""
+        return list(self.history.message(channel, ts).get("blocks") or [])
+
+    def press_payload(self, channel: str, ts: str, action_id: str, user: str) -> dict[str, Any]:
+        """The ``block_actions`` payload of ``user`` clicking the button ``action_id`` of the message; raises
+        ``ValueError`` when the message shows no such button (any more)."""
+        return block_actions(self.history.message(channel, ts), channel, action_id, user, team=TEAM_ID, app=APP_ID)
+
+    async def press(self, channel: str, ts: str, action_id: str, user: str) -> str:
+        """Socket Mode: ``user`` clicks the button; returns the id of the ``interactive`` envelope (its ack is
+        in :attr:`acks`, see :meth:`wait_acked`)."""
+        payload = self.press_payload(channel, ts, action_id, user)
+        return await self._push({"type": "interactive", "accepts_response_payload": False, "payload": payload})
+
+    async def _push(self, envelope: dict[str, Any]) -> str:
         envelope_id = f"env-{next(self._envelope_ids)}"
         if self.deaf:
             self.dropped.append(envelope_id)
             return envelope_id
-        envelope = {
-            "envelope_id": envelope_id, "type": "events_api", "accepts_response_payload": False,
-            "retry_attempt": retry_attempt, "retry_reason": retry_reason, "payload": dict(body),
-        }  # fmt: skip
+        envelope = {"envelope_id": envelope_id, **envelope}
         sockets = self._open_sockets()
         if not sockets:
             raise RuntimeError("no Socket Mode connection is open")
@@ -341,14 +367,17 @@ class FakeSlack:
             return {"ok": False, "error": "invalid_auth"}
         if not args.get("channel"):
             return {"ok": False, "error": "channel_not_found"}
+        if (refused := _blocks_refused(args)) is not None:
+            return refused
         ts = self._next_ts()
         metadata = args.get("metadata")  # slack_sdk posts JSON, so a dict
         post = Post(str(args["channel"]), str(args.get("text") or ""), args.get("thread_ts"), ts, args.get("mrkdwn"),
-                    metadata)  # fmt: skip
+                    metadata, args.get("blocks"))  # fmt: skip
         self.history.add(post.channel, {
             "type": "message", "text": post.text, "user": BOT_USER_ID, "bot_id": BOT_ID, "ts": ts,
             **({"thread_ts": post.thread_ts} if post.thread_ts else {}),
             **({"metadata": metadata} if metadata else {}),
+            **({"blocks": post.blocks} if post.blocks else {}),
         })  # fmt: skip
         await self._notify(lambda: self.posts.append(post))
         await self._shown("chat.postMessage", post.channel, ts, post.text)
@@ -363,8 +392,10 @@ class FakeSlack:
             return {"ok": False, "error": "message_not_found"}
         if self.streams.streaming(channel, ts):
             return {"ok": False, "error": "cant_update_message"}  # a stream is stopped before it is edited
+        if (refused := _blocks_refused(args)) is not None:
+            return refused
         self.streams.updated(channel, ts, text)
-        self.history.edit(channel, ts, text=text)
+        self.history.edit(channel, ts, text=text, **({"blocks": args["blocks"]} if "blocks" in args else {}))
         await self._notify(lambda: self.updates.append(dict(args)))
         await self._shown("chat.update", channel, ts, text)
         return {"ok": True, "channel": channel, "ts": ts, "text": text}
@@ -396,6 +427,20 @@ class FakeSlack:
         async with self._changed:
             change()
             self._changed.notify_all()
+
+
+def _blocks_refused(args: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Slack's answer to a call whose ``blocks`` it would not take; None without blocks or with good ones."""
+    blocks = args.get("blocks")
+    if isinstance(blocks, str):  # a form-encoded call carries them as JSON text
+        try:
+            blocks = json.loads(blocks)
+        except ValueError:
+            return {"ok": False, "error": "invalid_blocks_format"}
+    if blocks is None:
+        return None
+    problem = blocks_problem(blocks)
+    return None if problem is None else {"ok": False, "error": "invalid_blocks", "errors": [problem]}
 
 
 async def _arguments(request: web.Request) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import json
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 
@@ -42,6 +43,13 @@ async def post_signed(
     """POST ``payload`` as JSON with Slack's signature headers; returns status and body."""
     return await post_signed_body(url, json.dumps(payload).encode(), secret, timestamp=timestamp, retry_num=retry_num,
                                   retry_reason=retry_reason, bad_signature=bad_signature)  # fmt: skip
+
+
+async def post_signed_form(url: str, payload: dict[str, Any], secret: str) -> Answer:
+    """POST ``payload`` as Slack posts an interactive one (a press of a button): a signed form whose ``payload``
+    field holds the JSON."""
+    body = urlencode({"payload": json.dumps(payload)}).encode()
+    return await post_signed_body(url, body, secret, content_type="application/x-www-form-urlencoded")
 
 
 async def post_signed_body(
