@@ -85,6 +85,8 @@ class TelegramSettings:
     webhook_limits: ListenerLimits = ListenerLimits()
     """Webhook mode: how long the webhook server waits for slow clients, and how many it lets in at once."""
     polling: PollingSettings = PollingSettings()
+    allowed_chats: frozenset[str] = frozenset()
+    """Groups whose button presses are taken (empty: any), as the gateway answers messages there."""
     probe_grace: float = 5.0
     """Seconds a liveness probe that finds updates waiting gives polling (or the webhook) to receive one
     before it calls the connection deaf."""
@@ -135,7 +137,7 @@ class TelegramAdapter(Adapter):
         self._identity: BotIdentity | None = None
         self._menu: asyncio.Task[None] | None = None
         self._downloads = FileDownloads()
-        self._presses = Presses(lambda: self.on_button)
+        self._presses = Presses(lambda: self.on_button, allowed_chats=settings.allowed_chats)
 
     @classmethod
     def from_config(cls, section: Any) -> TelegramAdapter:
@@ -150,6 +152,7 @@ class TelegramAdapter(Adapter):
                 webhook_check_interval=section.webhook_check_interval,
                 webhook_limits=ListenerLimits.from_config(section.webhook_listen),
                 polling=PollingSettings(poll_timeout=section.poll_timeout, stall_timeout=section.stall_timeout),
+                allowed_chats=frozenset(section.allowed_chats),
             )
         )  # fmt: skip
 

@@ -5,16 +5,17 @@ button's id (:mod:`adapters.contract.buttons`); closing it edits the text and se
 keyboard, which removes the buttons. A press arrives as a ``callback_query`` update, by long polling
 or webhook alike: :class:`Presses` answers it at once (``answerCallbackQuery``, so the person's client
 stops its spinner whatever happens next) and hands a :class:`ButtonPress` to the adapter's
-``on_button``. Whether the press counts (who pressed, in which chat, whether the question is still
-open) is the gateway's decision; a press that is no button of a message in a chat (an inline-mode
-message, a game) is acknowledged and dropped here, and one that cannot be read is logged as
-``telegram.update.rejected``. Nothing about a press is stored: it is an answer to a question that
+``on_button``. Whether the press counts (who pressed, whether the question is still open) is the
+gateway's decision. A press in a group the bot does not answer in (outside a non-empty
+``allowed_chats``), or one that is no button of a message in a chat (an inline-mode message, a
+game), is acknowledged and ignored here (``telegram.button.ignored``); one that cannot be read is
+logged as ``telegram.update.rejected``. Nothing about a press is stored: it is an answer to a question that
 lives only as long as the turn that asked it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Final
 
 import structlog
@@ -66,9 +67,11 @@ def to_press(query: CallbackQuery) -> ButtonPress | None:
 class Presses:
     """Handles the ``callback_query`` updates polling or the webhook receives."""
 
-    def __init__(self, listener: Callable[[], ButtonListener | None]) -> None:
-        """``listener``: the adapter's ``on_button`` as it is when a press arrives."""
+    def __init__(self, listener: Callable[[], ButtonListener | None], *, allowed_chats: Collection[str] = ()) -> None:
+        """``listener``: the adapter's ``on_button`` as it is when a press arrives. ``allowed_chats``: the groups
+        whose presses are taken (``platforms.telegram.allowed_chats``; empty: any); private chats always are."""
         self._listener = listener
+        self._allowed_chats = frozenset(allowed_chats)
 
     async def handle(self, raw: Any, bot: Bot) -> None:
         """Acknowledge the press to Telegram, then hand it to ``on_button``; never raises."""
@@ -81,15 +84,23 @@ class Presses:
         await self._acknowledge(bot, query.id, update_id)
         press = to_press(query)
         listener = self._listener()
-        if press is None or listener is None:
-            log.info("telegram.button.dropped", update_id=update_id,
-                     reason="not a button of a bot message in a chat" if press is None else "nobody listens to buttons")  # fmt: skip
+        why = "not a button of a bot message in a chat" if press is None else self._refusal(query, press)
+        if press is None or why is not None or listener is None:
+            log.info("telegram.button.ignored", update_id=update_id, user=query.from_user.id,
+                     chat=press.chat_id if press else None, reason=why or "nobody listens for presses")  # fmt: skip
             return
         try:
             await listener(press)
         except Exception as error:  # noqa: BLE001 - the gateway's trouble with a press must not stop receiving
             log.error("telegram.button.failed", update_id=update_id, error=f"{type(error).__name__}: {error}",
                       exc_info=error)  # fmt: skip
+
+    def _refusal(self, query: CallbackQuery, press: ButtonPress) -> str | None:
+        """Why presses in this chat are not taken (a group outside ``allowed_chats``), or None."""
+        private = query.message is not None and query.message.chat.type == "private"
+        if private or not self._allowed_chats or press.chat_id in self._allowed_chats:
+            return None
+        return f"chat {press.chat_id} is not in allowed_chats"
 
     @staticmethod
     async def _acknowledge(bot: Bot, query_id: str, update_id: int | None) -> None:

@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 from adapters.contract import Button, ButtonPress, InboundMessage
 from adapters.telegram import TelegramAdapter, TelegramSettings
 from adapters.telegram.polling import PollingSettings
-from tests.adapters.telegram.conftest import ALICE, BOB
+from tests.adapters.telegram.conftest import ALICE, BOB, StartTelegram
 from tests.adapters.telegram.test_webhook import SECRET, free_port
 from tests.fakes.telegram_api import Chat, TelegramAPI
 from tests.waiting import eventually
@@ -133,10 +133,34 @@ async def test_presses_that_are_no_button_of_a_chat_message_are_acknowledged_and
     assert polling.presses == []
     assert [a["callback_query_id"] for a in telegram_api.callback_answers] == [inline["callback_query"]["id"]]
     events = [entry["event"] for entry in logs]
-    assert "telegram.button.dropped" in events and "telegram.update.rejected" in events
+    assert "telegram.button.ignored" in events and "telegram.update.rejected" in events
 
 
 async def test_the_bot_asks_telegram_for_presses(telegram_api: TelegramAPI, polling: Buttons) -> None:
     """Telegram makes no callback_query update for a bot whose allowed_updates leave them out."""
     await eventually(lambda: telegram_api.allowed_updates is not None, "a getUpdates with allowed_updates")
     assert telegram_api.allowed_updates is not None and "callback_query" in telegram_api.allowed_updates
+
+
+async def test_a_press_in_a_group_outside_allowed_chats_is_acknowledged_and_ignored(
+    start_telegram: StartTelegram, telegram_api: TelegramAPI
+) -> None:
+    """Through config.yaml and the gateway's adapter loading: the allowlist read is the one the operator wrote."""
+    allowed, other = telegram_api.add_chat(Chat.supergroup(-1001)), telegram_api.add_chat(Chat.supergroup(-1002))
+    run = await start_telegram(telegram={"allowed_chats": [str(allowed.id)]})
+    heard: list[ButtonPress] = []
+
+    async def hear(press: ButtonPress) -> None:
+        heard.append(press)
+
+    run.adapter.on_button = hear
+    for chat in (other, allowed):
+        await run.adapter.send_choice(str(chat.id), "Allow?", ALLOW_DENY)
+    with capture_logs() as logs:
+        for chat in (other, allowed):
+            await telegram_api.press(ALICE, telegram_api.sent_to(chat.id)[0], "Allow")
+        await eventually(lambda: bool(heard), "the press in the allowed group")
+    assert [press.chat_id for press in heard] == [str(allowed.id)]
+    [ignored] = [entry for entry in logs if entry["event"] == "telegram.button.ignored"]
+    assert ignored["reason"] == f"chat {other.id} is not in allowed_chats"
+    assert len(telegram_api.callback_answers) == 2  # both acknowledged
