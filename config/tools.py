@@ -45,7 +45,9 @@ class ToolRule(Section):
     platforms: list[str] = []
     """On these platforms only (names of ``platforms``' sections, checked with the whole configuration)."""
     users: IdList = []
-    """These people only (platform user ids, as in ``platforms.<name>.allowed_users``)."""
+    """These people only (platform user ids, as in ``platforms.<name>.allowed_users``), in their own sessions: a
+    rule naming users never applies in a session several people share (a thread, or a group with
+    ``sessions.group_per_user`` off), where everyone reads what the tools return."""
     chats: IdList = []
     """In these chats (channels) only; a direct message's chat is the person's DM with the bot."""
     tools: list[str] = ["*"]

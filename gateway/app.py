@@ -62,6 +62,7 @@ from gateway.operations.redaction import redactor
 from gateway.turn.attachments import MediaStep
 from gateway.turn.slots import AgentSlots
 from gateway.tasks import TaskTracker
+from gateway.tools.access import ToolAccess
 from gateway.turn.retry import TurnRetry, TurnRetryPolicy
 from gateway.turn.runner import TurnRunner
 from gateway.turn.running import RunningTurns
@@ -130,7 +131,10 @@ class Gateway:
         if self.replica is not None:
             pick_up_left_chunks(self.replica, self.delivery, self._tasks.spawn)
         hints = PlatformHints(self._by_platform, settings.agent.platform_hints)
-        self.conversations = Conversations(store, agent, settings.sessions, clock=clock, platform_hint=hints)
+        self.tool_access = ToolAccess(settings.tools, agent.tools)
+        """Which tools a new session's person is offered (built-in ones always, a tool server's per its rules)."""
+        self.conversations = Conversations(store, agent, settings.sessions, clock=clock, platform_hint=hints,
+                                           tool_offer=self.tool_access)  # fmt: skip
         self._ledger = InboundLedger(store, self.delivery, self.metrics, fence=fence)
         self.media = GatewayMedia(loaded)
         running = RunningTurns()

@@ -1,1 +1,6 @@
-"""The gateway's side of the agent's tools: tool servers (MCP), who is offered which tool, and asking first."""
+"""Tools the gateway adds to the agent's own: tool servers' tools, who is offered which, and asking first.
+
+``access`` decides which tools a new session's person is offered (built-in tools always, a tool
+server's per its ``include``/``exclude`` patterns and ``allow`` rules); ``approval`` asks the person
+in the chat before a tool marked ``confirm`` runs (Allow / Deny buttons).
+"""

@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -79,14 +79,17 @@ class Conversations:
         *,
         clock: Callable[[], float] = time.time,
         platform_hint: Callable[[str], str] = lambda platform: "",
+        tool_offer: Callable[[SessionKey], Collection[str] | None] = lambda key: None,
     ) -> None:
         """``platform_hint``: the text a new session's prompt ends with, for its platform
-        (:class:`gateway.turn.platform_hints.PlatformHints`)."""
+        (:class:`gateway.turn.platform_hints.PlatformHints`). ``tool_offer``: the names of the tools a new
+        session of a key is offered (:class:`gateway.tools.access.ToolAccess`); None: every registered tool."""
         self._store = store
         self._agent = agent
         self._settings = settings
         self._clock = clock
         self._platform_hint = platform_hint
+        self._tool_offer = tool_offer
         self._agents: OrderedDict[str, AgentSession] = OrderedDict()
         self._histories: OrderedDict[str, _History] = OrderedDict()
 

@@ -17,6 +17,7 @@ from gateway.operations.alerts.webhook import masked_url
 from gateway.operations.cli.common import EXIT_CONFIG, add_config_option, load_config_or_exit, show
 from gateway.operations.doctor.results import Check, Status
 from gateway.operations.doctor.server_database import server_database_check
+from gateway.operations.tool_rules import tool_rule_warnings
 from gateway.operations.version import version
 
 
@@ -64,6 +65,8 @@ def render_plan(loaded: LoadedConfig, plan: RunPlan, server: Check | None = None
         state = "on " if platform.enabled else "off"
         lines.append(f"    {platform.name.ljust(9)} {state}  {platform.detail}")
     lines.append("")
+    if warnings := tool_rule_warnings(s):
+        lines += ["Warnings:", *(f"  - {warning}" for warning in warnings), ""]
     blockers = [*plan.blockers]
     if server is not None and server.status is not Status.OK:
         blockers.append(f"{server.detail}; what to do: {server.fix}")
