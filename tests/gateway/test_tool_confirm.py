@@ -9,7 +9,7 @@ from structlog.testing import capture_logs
 
 from adapters.contract import ButtonPress
 from gateway.tools.approval import MAX_ARGUMENTS, VALUE_CHARS, summary
-from tests.adapters.telegram.test_tool_confirm_e2e import SECRET_TOKEN, Guarded, call_the_tool, result_read
+from tests.adapters.telegram.test_tool_confirm_e2e import SECRET_TOKEN, SHELL, Guarded, call_the_tool, result_read
 from tests.fakes.model_server import ModelServer
 from tests.gateway.conftest import GatewayFactory, handled
 
@@ -17,7 +17,7 @@ from tests.gateway.conftest import GatewayFactory, handled
 async def test_a_platform_without_buttons_gets_a_refusal_that_says_why(
     start_gateway: GatewayFactory, model_server: ModelServer
 ) -> None:
-    running = await start_gateway()
+    running = await start_gateway({"tools": {"mcp_servers": [SHELL]}})
     assert not running.adapter.supports_buttons
     tool = Guarded(running.gateway.approvals.confirm)
     running.gateway.agent.tools.register(tool)

@@ -25,6 +25,8 @@ from tests.waiting import eventually
 BOT = "@switchboard_test_bot"
 GROUP = Chat.supergroup(-100321, "Ops")
 SECRET_TOKEN = "sk-proj-abcdefghijklmnopqrstuvwx"
+SHELL = {"name": "shell", "command": "shell-server", "confirm": True}
+"""The server :class:`Guarded` stands for, as config.yaml names it (the tool is registered by hand, not started)."""
 
 Confirm = Callable[[ToolContext, Tool, dict[str, Any]], Awaitable[str | None]]
 
@@ -52,6 +54,7 @@ class Guarded(Tool):
 
 
 async def start_with_tool(start_telegram: StartTelegram, **sections: Any) -> tuple[TelegramRun, Guarded]:
+    sections["tools"] = {"mcp_servers": [SHELL], **sections.get("tools", {})}
     run = await start_telegram(telegram={"allowed_chats": [str(GROUP.id)]}, **sections)
     tool = Guarded(run.gateway.approvals.confirm)
     run.gateway.agent.tools.register(tool)  # before the first session starts: its tool list is fixed then
@@ -153,9 +156,8 @@ async def test_the_wait_does_not_count_against_the_agents_tool_timeout(
     start_telegram: StartTelegram, telegram_api: TelegramAPI, model_server: ModelServer
 ) -> None:
     """A question that expires ends as "nobody answered", not as a tool that ran out of time (agent.tool_timeout)."""
-    asking_server = {"name": "shell", "command": "true", "confirm": True}  # not started on this branch: config only
     tool, question = await alice_asked(start_telegram, telegram_api, model_server, agent={"tool_timeout": 5},
-                                       tools={"confirm_timeout": 6, "mcp_servers": [asking_server]})  # fmt: skip
+                                       tools={"confirm_timeout": 6})  # fmt: skip
     assert await result_read(model_server) == "not run: nobody answered within 6 s"
     assert tool.ran == [] and question.visible.startswith("shell.run: no answer within 6 s, not run.")
 
