@@ -48,6 +48,16 @@ def build_routers(loaded: LoadedConfig) -> tuple[ModelRouter, ModelRouter]:
     return ModelRouter([main, *fallbacks]), summary
 
 
+def asking_time(loaded: LoadedConfig) -> float:
+    """Seconds a tool call may spend waiting for the person's answer before it runs (``tools.confirm_timeout``
+    when a server's tools ask first, else 0): the agent's limit on a call (``agent.tool_timeout``) is for
+    running it, so the wait comes on top, and an unanswered question ends as "nobody answered", not as a
+    tool that timed out."""
+    tools = loaded.settings.tools
+    asks = any(server.enabled and server.confirm for server in tools.mcp_servers)
+    return tools.confirm_timeout if asks else 0.0
+
+
 def build_agent(
     loaded: LoadedConfig, *, search: ScopedSearchFunction | None = None, media: MediaSource | None = None
 ) -> Agent:
@@ -67,7 +77,7 @@ def build_agent(
         cache_ttl=s.model.cache_ttl,
         max_tokens=s.model.max_tokens,
         max_iterations=s.agent.max_iterations,
-        tool_timeout=s.agent.tool_timeout,
+        tool_timeout=s.agent.tool_timeout + asking_time(loaded),
         system_message=s.agent.system_message,
         workdir=Path(s.agent.workdir).expanduser() if s.agent.workdir else None,
     )

@@ -67,6 +67,8 @@ from gateway.tools.access import ToolAccess
 from gateway.tools.mcp import ToolServers
 from gateway.turn.retry import TurnRetry, TurnRetryPolicy
 from gateway.turn.runner import TurnRunner
+from gateway.turn.running import RunningTurns
+from gateway.tools.approval import Approvals
 from gateway.operations.version import version
 from storage import InboxRecord, StorageError, StorageEngine, cluster_of
 
@@ -136,7 +138,12 @@ class Gateway:
         self.conversations = Conversations(store, agent, settings.sessions, clock=clock, platform_hint=hints,
                                            tool_offer=self.tool_access)  # fmt: skip
         self._ledger = InboundLedger(store, self.delivery, self.metrics, fence=fence)
-        self.tool_servers = ToolServers(settings.tools, agent.tools, home=loaded.home)
+        running = RunningTurns()
+        self.approvals = Approvals(self._by_platform, running, timeout=settings.tools.confirm_timeout,
+                                   budget=self.delivery.budget)  # fmt: skip
+        """Asks the person before a tool marked ``confirm`` runs (its ``confirm`` is what such a tool calls);
+        every adapter's ``on_button`` goes to it."""
+        self.tool_servers = ToolServers(settings.tools, agent.tools, home=loaded.home, confirm=self.approvals.confirm)
         """The MCP servers of ``tools.mcp_servers``: their tools join ``agent.tools`` as they start."""
         self.media = GatewayMedia(loaded)
         media_step = MediaStep(self.media.pipeline, adapters=self._by_platform, delivery=self.delivery,
@@ -156,6 +163,7 @@ class Gateway:
             tool_progress=settings.gateway.tool_progress,
             streaming=settings.gateway.streaming != "off",
             fence=fence,
+            running=running,
         )
         self.database = DatabaseHealth(database_name(loaded))
         retry_policy = TurnRetryPolicy(notice_after=settings.gateway.database_retry_notice_after,
@@ -220,6 +228,11 @@ class Gateway:
     def adapters(self) -> list[Adapter]:
         return list(self._adapters)
 
+    @property
+    def agent(self) -> Agent:
+        """The agent the turns run (its ``tools`` registry is where a tool server's tools join)."""
+        return self._agent
+
     async def start(self) -> int:
         """Start everything; returns how many adapters run. Raises ListenError when /health or a platform's
         endpoint cannot listen (the caller shuts down what started)."""
@@ -265,6 +278,7 @@ class Gateway:
 
     async def _start_adapter(self, adapter: Adapter) -> bool:
         adapter.on_gap = partial(self.liveness.gap, adapter.platform)
+        adapter.on_button = self.approvals.on_button
         try:
             if self.connections is not None and self.connections.owned(adapter):
                 await adapter.start(self.intake, receive=False)  # it receives while this replica holds the lease

@@ -34,6 +34,7 @@ from adapters.contract import (
     AdapterError,
     AdapterState,
     Attachment,
+    Button,
     Capabilities,
     CatchUpPoint,
     ChatType,
@@ -50,6 +51,7 @@ from adapters.contract import (
 )
 from adapters.http_listener import ListenError, ListenerLimits
 
+from .buttons import Presses
 from .convert import PLATFORM, BotIdentity
 from .downloads import FileDownloads
 from .liveness import probe
@@ -83,6 +85,8 @@ class TelegramSettings:
     webhook_limits: ListenerLimits = ListenerLimits()
     """Webhook mode: how long the webhook server waits for slow clients, and how many it lets in at once."""
     polling: PollingSettings = PollingSettings()
+    allowed_chats: frozenset[str] = frozenset()
+    """Groups whose button presses are taken (empty: any), as the gateway answers messages there."""
     probe_grace: float = 5.0
     """Seconds a liveness probe that finds updates waiting gives polling (or the webhook) to receive one
     before it calls the connection deaf."""
@@ -96,6 +100,8 @@ class TelegramAdapter(Adapter):
     )  # fmt: skip
     """Telegram publishes about one message a second per chat, 20 a minute per group (:meth:`chat_rate`) and
     30 a second overall; edits and drafts are counted like messages."""
+    supports_buttons = True
+    """An inline keyboard under a message; presses come as callback queries (:mod:`.buttons`)."""
     platform_hint = (
         "You are answering in Telegram. Write ordinary Markdown; the gateway converts it to "
         "Telegram's HTML. Bold, italic, strikethrough, inline code, code blocks, links and "
@@ -131,6 +137,7 @@ class TelegramAdapter(Adapter):
         self._identity: BotIdentity | None = None
         self._menu: asyncio.Task[None] | None = None
         self._downloads = FileDownloads()
+        self._presses = Presses(lambda: self.on_button, allowed_chats=settings.allowed_chats)
 
     @classmethod
     def from_config(cls, section: Any) -> TelegramAdapter:
@@ -145,6 +152,7 @@ class TelegramAdapter(Adapter):
                 webhook_check_interval=section.webhook_check_interval,
                 webhook_limits=ListenerLimits.from_config(section.webhook_listen),
                 polling=PollingSettings(poll_timeout=section.poll_timeout, stall_timeout=section.stall_timeout),
+                allowed_chats=frozenset(section.allowed_chats),
             )
         )  # fmt: skip
 
@@ -214,7 +222,7 @@ class TelegramAdapter(Adapter):
 
     def _start_poller(self, identity: BotIdentity, intake: Intake) -> None:
         self._poller = Poller(self.new_bot, identity, intake, self._set_state, self._note_inbound,
-                              self.settings.polling, self._ownership)  # fmt: skip
+                              self.settings.polling, self._ownership, on_press=self._presses.handle)  # fmt: skip
         self._set_state(AdapterState.RUNNING, f"long polling as @{identity.username}")
         self._poller.start()
 
@@ -275,7 +283,7 @@ class TelegramAdapter(Adapter):
         self._webhook = WebhookServer(
             bot, identity, intake, secret=secret, path=urlsplit(url).path or "/", host=self.settings.webhook_host,
             port=self.settings.webhook_port, on_inbound=self._note_inbound, on_reached=watchdog.note_delivery,
-            limits=self.settings.webhook_limits,
+            limits=self.settings.webhook_limits, on_press=self._presses.handle,
         )  # fmt: skip
         await self._webhook.start()
         try:
@@ -338,6 +346,15 @@ class TelegramAdapter(Adapter):
 
     async def edit(self, chat_id: str, message_id: str, text: str, *, markup: Markup = Markup.PLAIN) -> None:
         await self._sending().edit(chat_id, message_id, text, markup)
+
+    async def send_choice(
+        self, chat_id: str, text: str, buttons: Sequence[Button], *, thread_id: str | None = None,
+        reply_to: str | None = None,
+    ) -> str:
+        return await self._sending().send_choice(chat_id, text, buttons, thread_id, reply_to)
+
+    async def close_choice(self, chat_id: str, message_id: str, text: str) -> None:
+        await self._sending().edit(chat_id, message_id, text, Markup.PLAIN, drop_buttons=True)
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         await self._sending().typing(chat_id, thread_id)

@@ -8,6 +8,8 @@ update of a batch is read on its own (:mod:`.updates`): one that cannot be
 read is logged as ``telegram.update.rejected`` and passed over, so it neither
 blocks the rest of its batch nor comes back; an update that could not be
 stored (the database is down) is fetched again, with a growing pause.
+A press of one of the bot's buttons (a ``callback_query``) is stored nowhere: it
+is acknowledged and handed to the gateway on the spot (:mod:`.buttons`).
 
 Liveness is "a getUpdates call came back recently", not "the task exists".
 When none has for ``stall_timeout`` seconds (a hung connection, a dead
@@ -43,7 +45,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,15 +57,18 @@ from tenacity import RetryCallState, wait_exponential
 
 from adapters.contract import AdapterState, Intake, Ownership
 
+from .buttons import is_press
 from .convert import BotIdentity
 from .updates import RawGetUpdates, read_update, update_id_of
 
 log = structlog.get_logger(__name__)
 
-ALLOWED_UPDATES = ["message"]
-"""Only new messages; edits and other update kinds are not asked for."""
+ALLOWED_UPDATES = ["message", "callback_query"]
+"""New messages and presses of the bot's buttons; edits and other update kinds are not asked for."""
 
 Report = Callable[[AdapterState, str], None]
+PressHandler = Callable[[Any, Bot], Awaitable[None]]
+"""Takes a raw ``callback_query`` update and the bot that fetched it (:meth:`.buttons.Presses.handle`)."""
 
 
 class Fenced(Exception):
@@ -99,8 +104,12 @@ class Poller:
         on_inbound: Callable[[], None],
         settings: PollingSettings,
         ownership: Ownership | None = None,
+        on_press: PressHandler | None = None,
     ) -> None:
+        """``on_press``: handles a press of one of the bot's buttons (acknowledged, never stored); without
+        one, presses are passed over."""
         self._make_bot = make_bot
+        self._on_press = on_press
         self._ownership = ownership
         self._identity = identity
         self._intake = intake
@@ -311,6 +320,10 @@ class Poller:
 
     async def _hand_over(self, raw: Any, update_id: int | None, bot: Bot) -> bool:
         """Give one raw update to the intake; True once it is stored (or needs no storing, or cannot be read)."""
+        if is_press(raw):  # an answer to a question the gateway asked: handled now, nothing to store
+            if self._on_press is not None:
+                await self._on_press(raw, bot)
+            return True
         message = read_update(raw, bot, self._identity)
         if message is None:
             log.debug("telegram.update.skipped", update_id=update_id)

@@ -12,6 +12,7 @@ message instead. Its other failures are the usual delivery errors.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeVar
 
 import aiohttp
@@ -33,10 +34,11 @@ from aiogram.exceptions import (
 )
 from aiogram.methods import EditMessageText, SendChatAction, SendMessage, SendMessageDraft, TelegramMethod
 from aiohttp import FormData
-from aiogram.types import ReplyParameters
+from aiogram.types import InlineKeyboardMarkup, ReplyParameters
 
 from adapters.contract import (
     Attempt,
+    Button,
     DeliveryError,
     Markup,
     MarkupRejected,
@@ -47,6 +49,8 @@ from adapters.contract import (
     TransientDeliveryError,
     translated,
 )
+
+from .buttons import NO_KEYBOARD, keyboard
 
 T = TypeVar("T")
 
@@ -78,22 +82,38 @@ class Sender:
         self._bot = bot
 
     async def send(self, message: OutboundMessage) -> str:
+        return await self._send(message.chat_id, message.text, message.markup, message.thread_id, message.reply_to)
+
+    async def send_choice(
+        self, chat_id: str, text: str, buttons: Sequence[Button], thread_id: str | None, reply_to: str | None
+    ) -> str:
+        """Plain ``text`` with ``buttons`` in one row under it (an inline keyboard)."""
+        return await self._send(chat_id, text, Markup.PLAIN, thread_id, reply_to, keyboard(buttons))
+
+    async def _send(
+        self, chat_id: str, text: str, markup: Markup, thread_id: str | None, reply_to: str | None,
+        buttons: InlineKeyboardMarkup | None = None,
+    ) -> str:  # fmt: skip
         method = SendMessage(
-            chat_id=chat_ref(message.chat_id),
-            text=message.text,
-            parse_mode=_parse_mode(message.markup),
-            message_thread_id=_thread(message.thread_id),
+            chat_id=chat_ref(chat_id),
+            text=text,
+            parse_mode=_parse_mode(markup),
+            message_thread_id=_thread(thread_id),
             reply_parameters=(
-                ReplyParameters(message_id=int(message.reply_to), allow_sending_without_reply=True)
-                if message.reply_to else None
+                ReplyParameters(message_id=int(reply_to), allow_sending_without_reply=True) if reply_to else None
             ),
+            reply_markup=buttons,
         )  # fmt: skip
         sent = await self._call(method)
         return str(sent.message_id)
 
-    async def edit(self, chat_id: str, message_id: str, text: str, markup: Markup) -> None:
+    async def edit(
+        self, chat_id: str, message_id: str, text: str, markup: Markup, *, drop_buttons: bool = False
+    ) -> None:
+        """Replace a message's text; ``drop_buttons`` also takes its inline keyboard away."""
         method = EditMessageText(
             chat_id=chat_ref(chat_id), message_id=int(message_id), text=text, parse_mode=_parse_mode(markup),
+            reply_markup=NO_KEYBOARD if drop_buttons else None,
         )  # fmt: skip
         try:
             await self._call(method)

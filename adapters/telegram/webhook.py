@@ -8,12 +8,15 @@ update again later instead of losing it. An update that cannot be read (see
 :mod:`.updates`) is answered 200 after its ``telegram.update.rejected`` line:
 Telegram delivers a webhook's updates in order, so answering it with an error
 would hold back every update after it, and sending it again would not help.
+A press of one of the bot's buttons (a ``callback_query``) is acknowledged, handed to the gateway
+and answered 200 (:mod:`.buttons`).
 """
 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import structlog
 from aiogram import Bot
@@ -22,6 +25,7 @@ from aiohttp import web
 from adapters.contract import Intake
 from adapters.http_listener import HttpListener, ListenerLimits
 
+from .buttons import is_press
 from .convert import BotIdentity
 from .updates import read_update, update_id_of
 
@@ -44,8 +48,11 @@ class WebhookServer:
         on_inbound: Callable[[], None],
         on_reached: Callable[[], None] = lambda: None,
         limits: ListenerLimits = ListenerLimits(),
+        on_press: Callable[[Any, Bot], Awaitable[None]] | None = None,
     ) -> None:
+        """``on_press``: handles a press of one of the bot's buttons (:meth:`.buttons.Presses.handle`)."""
         self._bot = bot
+        self._on_press = on_press
         self._identity = identity
         self._intake = intake
         self._secret = secret.encode()
@@ -98,6 +105,10 @@ class WebhookServer:
         except ValueError as error:  # not JSON at all: cut short on the way, perhaps; a second delivery may do
             log.warning("telegram.webhook.bad_request", remote=request.remote, error=str(error)[:200])
             return web.Response(status=400, text="not a Telegram update")
+        if is_press(raw):  # acknowledged and handed over, never stored: 200 whatever became of it
+            if self._on_press is not None:
+                await self._on_press(raw, self._bot)
+            return web.Response(status=200)
         message = read_update(raw, self._bot, self._identity)
         if message is None:
             return web.Response(status=200)

@@ -57,6 +57,7 @@ from gateway.turn.attachments import MediaStep
 from gateway.turn.slots import AgentSlots
 from gateway.turn.input import covered_events, event_tag, overlay
 from gateway.turn.recorder import INTERRUPTED_RESULT, SessionRef, TurnRecorder, interrupted_tool_results
+from gateway.turn.running import RunningTurns, TurnOrigin
 from gateway.delivery.typing_indicator import typing
 from storage import MessageAppend, OutboxRecord, StorageEngine, fault_of
 
@@ -127,10 +128,13 @@ class TurnRunner:
         streaming: bool = True,
         refusals: StreamRefusals | None = None,
         fence: Callable[[], None] | None = None,
+        running: RunningTurns | None = None,
     ) -> None:
         """``fence``: raises when this process may no longer work on its turns (cluster mode: the replica's
-        incarnation expired); the turn's recorder calls it before each write."""
+        incarnation expired); the turn's recorder calls it before each write. ``running``: where each turn is
+        known while its agent runs (for a tool that asks the person first: :mod:`gateway.tools.approval`)."""
         self._store = store
+        self._running = running if running is not None else RunningTurns()
         self._fence = fence
         self._conversations = conversations
         self._delivery = delivery
@@ -329,13 +333,14 @@ class TurnRunner:
         self._metrics.turns_running.inc()
         try:
             async with typing(self._adapters[first.platform], first.chat_id, first.thread_id):
-                result = await agent.run_turn(
-                    history,
-                    user_time=turn.batch[-1].timestamp,
-                    observer=recorder,
-                    ephemeral=overlay(turn.batch, turn.conversation, shared=turn.shared),
-                    known_prompt_tokens=session.record.last_prompt_tokens or None,
-                )
+                with self._running.running(agent.session_id, TurnOrigin.of(turn.batch)):
+                    result = await agent.run_turn(
+                        history,
+                        user_time=turn.batch[-1].timestamp,
+                        observer=recorder,
+                        ephemeral=overlay(turn.batch, turn.conversation, shared=turn.shared),
+                        known_prompt_tokens=session.record.last_prompt_tokens or None,
+                    )
         except ModelUnavailableError as error:
             self._metrics.turns.inc(first.platform, "model_unavailable")
             log.error("turn.failed", reason=str(error.causes[-1]) if error.causes else str(error))

@@ -34,6 +34,8 @@ The test side (see :mod:`.users` for injecting user messages):
 * Webhooks and their failures: see :mod:`.webhooks`.
 * Files users send (``getFile`` and ``/file/bot<token>/<path>`` downloads, with faults on demand) and
   the photo, document, voice, audio and album messages that carry them: see :mod:`.files` and :mod:`.media`.
+* Buttons under the bot's messages (inline keyboards), people pressing them and the bot's
+  ``answerCallbackQuery``: see :mod:`.keyboards`; :attr:`BotMessage.keyboard` is what a message shows now.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from aiohttp import web
 from .builders import Chat, User
 from .flood import COUNTED, FloodControl
 from .html_check import ParseError, parse_html, utf16_length
+from .keyboards import Keyboard, KeyboardSide, read_keyboard
 from .media import MediaSide
 from .screen import Screen, Shown
 from .webhooks import WebhookSide
@@ -94,9 +97,11 @@ class BotMessage:
     reply_to: int | None
     at: float
     edits: list[str] = field(default_factory=list)
+    keyboard: Keyboard | None = None
+    """The inline keyboard the message shows now (rows of buttons), None for none."""
 
 
-class TelegramAPI(MediaSide, WebhookSide):
+class TelegramAPI(MediaSide, WebhookSide, KeyboardSide):
     def __init__(
         self, token: str = "123456789:TEST-token", host: str = "127.0.0.1", port: int = 0, *, rates: bool = False
     ) -> None:
@@ -248,6 +253,8 @@ class TelegramAPI(MediaSide, WebhookSide):
         handler = getattr(self, f"_api_{method.lower()}", None)
         if handler is None or (method.lower() == "sendmessagedraft" and not self.drafts_available):
             return error(404, "Not Found: method not found")
+        if method.lower() in ("getupdates", "setwebhook"):
+            self.note_allowed_updates(params)
         if method.lower() == "getupdates":
             return await self._api_getupdates(params, _client_port(request))
         if self.flood is not None and method.lower() in COUNTED:
@@ -323,6 +330,8 @@ class TelegramAPI(MediaSide, WebhookSide):
             return error(403, "Forbidden: bot was blocked by the user")
         text, parse_mode = str(params.get("text") or ""), params.get("parse_mode") or None
         visible, problem = _render(text, parse_mode)
+        keyboard, refused = read_keyboard(params)
+        problem = problem or refused
         if problem:
             return problem
         thread_id = as_int(params.get("message_thread_id"))
@@ -333,7 +342,7 @@ class TelegramAPI(MediaSide, WebhookSide):
             return error(400, "Bad Request: message to be replied not found")
         async with self.changed:
             message = BotMessage(chat.id, self.next_message_id(chat.id), text, parse_mode, visible, thread_id,
-                                 reply_to, time.monotonic())  # fmt: skip
+                                 reply_to, time.monotonic(), keyboard=keyboard)  # fmt: skip
             self.sent.append(message)
             self.screen.record(Shown(chat.id, "message", text, parse_mode, visible, message.at,
                                      message_id=message.message_id, thread_id=thread_id))  # fmt: skip
@@ -371,13 +380,17 @@ class TelegramAPI(MediaSide, WebhookSide):
             return error(400, "Bad Request: message to edit not found")
         text, parse_mode = str(params.get("text") or ""), params.get("parse_mode") or None
         visible, problem = _render(text, parse_mode)
+        keyboard, refused = read_keyboard(params)  # none given: Telegram removes the one the message had
+        problem = problem or refused
         if problem:
             return problem
-        if _appearance(text, parse_mode, visible) == _appearance(found.text, found.parse_mode, found.visible):
+        if (_appearance(text, parse_mode, visible), keyboard) == (
+            _appearance(found.text, found.parse_mode, found.visible), found.keyboard
+        ):
             return error(400, NOT_MODIFIED)
         async with self.changed:
             found.edits.append(text)
-            found.text, found.parse_mode, found.visible = text, parse_mode, visible
+            found.text, found.parse_mode, found.visible, found.keyboard = text, parse_mode, visible, keyboard
             self.screen.record(Shown(found.chat_id, "edit", text, parse_mode, visible, time.monotonic(),
                                      message_id=found.message_id, thread_id=found.thread_id))  # fmt: skip
             self.changed.notify_all()
@@ -399,6 +412,8 @@ class TelegramAPI(MediaSide, WebhookSide):
                                 "from": self.bot.to_json(), "text": message.visible}  # fmt: skip
         if message.thread_id is not None:
             data.update(message_thread_id=message.thread_id, is_topic_message=True)
+        if message.keyboard is not None:
+            data["reply_markup"] = {"inline_keyboard": message.keyboard}
         return data
 
 
