@@ -70,6 +70,15 @@ def build_server(name: str = "fake-tools") -> MCPServer:
         return os.getcwd()
 
     @server.tool()
+    def note(text: str) -> str:
+        """Write ``text`` down (a line in the file ``FAKE_MCP_NOTES`` names): a call a test can see happened."""
+        path = os.environ.get("FAKE_MCP_NOTES")
+        if path:
+            with open(path, "a", encoding="utf-8") as notes:
+                notes.write(text + "\n")
+        return f"noted: {text}"
+
+    @server.tool()
     def crash() -> str:
         """Exit the whole server process in the middle of the call."""
         sys.stdout.flush()
