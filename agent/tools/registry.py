@@ -28,6 +28,7 @@ import abc
 import copy
 import json
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -47,6 +48,8 @@ ScopedSearchFunction = Callable[[str, int, MemoryScope], Awaitable[list[dict[str
 """``(query, limit, scope) -> hits`` from the past conversations of ``scope`` only (one person's, or one
 shared conversation's); the agent binds each session's scope to make its :data:`SearchFunction`."""
 
+BUILT_IN: Final = "builtin"
+"""The ``server`` a built-in tool's ``tool.call`` log line names."""
 TOOL_NAME: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _JSON_TYPES: Final[Mapping[str, tuple[type, ...]]] = {
     "string": (str,),
@@ -234,12 +237,27 @@ class ToolRegistry:
             return parsed
         if problems := argument_errors(tool.parameters, parsed):
             return f"error: {name}: " + "; ".join(problems)
-        log.debug("agent.tools.call", tool=name, session_id=context.session_id)
-        return await tool.run(parsed, context)
+        if tool.source:  # a tool server's tool logs its own call, with what went wrong (gateway/tools/mcp)
+            return await tool.run(parsed, context)
+        started = time.perf_counter()
+        failed = True
+        try:
+            result = await tool.run(parsed, context)
+            failed = _failed(result)
+            return result
+        finally:  # one info line per call of a built-in tool too, never its arguments
+            log.info("tool.call", server=BUILT_IN, tool=name, ms=round((time.perf_counter() - started) * 1000), ok=not failed)
 
     def bind(self, context: ToolContext) -> BoundTools:
         """This registry with ``context`` attached: the shape the agent loop calls."""
         return BoundTools(self, context)
+
+
+def _failed(result: str | ToolResult) -> bool:
+    """Whether a tool's result reports a failure (an error result, or text the loop's way: ``error: ...``)."""
+    if isinstance(result, ToolResult):
+        return result.is_error or result.text.startswith("error:")
+    return result.startswith("error:")
 
 
 def _parse_arguments(arguments: Mapping[str, Any] | str) -> dict[str, Any] | str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from structlog.testing import capture_logs
 
 from agent.memory import MemoryStore, MemoryTarget
 from agent.messages import ToolCall
@@ -83,6 +84,19 @@ async def test_dispatch_runs_the_named_tool(context: ToolContext) -> None:
     registry = ToolRegistry([EchoTool()])
     assert await registry.dispatch("echo", {"text": "hi", "times": 2}, context) == "s1:hihi"
     assert await registry.dispatch("echo", '{"text": "json"}', context) == "s1:json"
+
+
+async def test_each_call_of_a_built_in_tool_is_one_info_line_without_its_arguments(context: ToolContext) -> None:
+    registry = ToolRegistry([EchoTool(), MemoryTool()])
+    with capture_logs() as logs:
+        await registry.dispatch("echo", {"text": "a private note"}, context)
+        await registry.dispatch("memory", {"action": "add", "target": "memory"}, context)  # no content: an error
+    calls = [entry for entry in logs if entry["event"] == "tool.call"]
+    assert [(c["server"], c["tool"], c["ok"], c["log_level"]) for c in calls] == [
+        ("builtin", "echo", True, "info"), ("builtin", "memory", False, "info")
+    ]
+    assert all(isinstance(c["ms"], int) for c in calls)
+    assert "a private note" not in repr(logs)
 
 
 async def test_dispatch_reports_problems_as_text(context: ToolContext) -> None:
