@@ -16,7 +16,7 @@ from tests.adapters.telegram.conftest import ALICE, StartTelegram
 from tests.adapters.telegram.test_tool_confirm_e2e import asked, result_read
 from tests.fakes.mcp_server import stdio_command
 from tests.fakes.model_server import ModelServer, Text, ToolCalls, ToolUse
-from tests.fakes.telegram_api import Chat, TelegramAPI
+from tests.fakes.telegram_api import BotMessage, Chat, TelegramAPI
 from tests.waiting import eventually
 
 
@@ -27,6 +27,15 @@ def notes_server(notes: Path) -> dict[str, Any]:
     return {"mcp_servers": [{"name": "notes", **command, "include": ["note", "lookup"], "confirm": ["note"]}]}
 
 
+async def asked_to_note(start_telegram: StartTelegram, api: TelegramAPI, model_server: ModelServer, notes: Path,
+                        text: str, answer: str) -> BotMessage:  # fmt: skip
+    """A gateway with the notes server; Alice asks, the model calls ``notes__note`` with ``text``: the question."""
+    await start_telegram(tools=notes_server(notes))
+    model_server.script(ToolCalls(ToolUse("notes__note", {"text": text})), Text(answer))
+    await api.say(ALICE, f"note: {text}")
+    return await asked(api, Chat.private(ALICE))
+
+
 def written(notes: Path) -> list[str]:
     return notes.read_text(encoding="utf-8").splitlines() if notes.exists() else []
 
@@ -35,11 +44,7 @@ async def test_a_confirm_tool_of_an_mcp_server_runs_only_after_the_asking_person
     start_telegram: StartTelegram, telegram_api: TelegramAPI, model_server: ModelServer, tmp_path: Path
 ) -> None:
     notes = tmp_path / "notes.txt"
-    await start_telegram(tools=notes_server(notes))
-    model_server.script(ToolCalls(ToolUse("notes__note", {"text": "buy milk"})), Text("Noted it."))
-    await telegram_api.say(ALICE, "note: buy milk")
-
-    question = await asked(telegram_api, Chat.private(ALICE))
+    question = await asked_to_note(start_telegram, telegram_api, model_server, notes, "buy milk", "Noted it.")
     assert "notes.note" in question.visible and "text: buy milk" in question.visible
     assert written(notes) == [] and len(model_server.requests) == 1  # asked, not run: the turn waits
     assert "notes__note" in [tool["name"] for tool in model_server.requests[0].tools]
@@ -55,11 +60,7 @@ async def test_a_refused_mcp_tool_never_reaches_its_server_and_the_model_reads_t
     start_telegram: StartTelegram, telegram_api: TelegramAPI, model_server: ModelServer, tmp_path: Path
 ) -> None:
     notes = tmp_path / "notes.txt"
-    await start_telegram(tools=notes_server(notes))
-    model_server.script(ToolCalls(ToolUse("notes__note", {"text": "delete everything"})), Text("All right, I won't."))
-    await telegram_api.say(ALICE, "note something")
-
-    question = await asked(telegram_api, Chat.private(ALICE))
+    question = await asked_to_note(start_telegram, telegram_api, model_server, notes, "delete everything", "I won't.")
     await telegram_api.press(ALICE, question, "Deny")
     await eventually(lambda: len(model_server.requests) >= 2, "the model asked again with the refusal")
     result = await result_read(model_server)
