@@ -69,14 +69,14 @@ def build_server(name: str = "fake-tools") -> MCPServer:
         """The server process's working directory."""
         return os.getcwd()
 
-    @server.tool()
-    def note(text: str) -> str:
-        """Write ``text`` down (a line in the file ``FAKE_MCP_NOTES`` names): a call a test can see happened."""
-        path = os.environ.get("FAKE_MCP_NOTES")
-        if path:
-            with open(path, "a", encoding="utf-8") as notes:
-                notes.write(text + "\n")
-        return f"noted: {text}"
+    if notes := os.environ.get("FAKE_MCP_NOTES"):  # only where a test asks for it: others count the tools
+
+        @server.tool()
+        def note(text: str) -> str:
+            """Write ``text`` down (a line in the file ``FAKE_MCP_NOTES`` names): a call a test can see happened."""
+            with open(notes, "a", encoding="utf-8") as written:
+                written.write(text + "\n")
+            return f"noted: {text}"
 
     @server.tool()
     def crash() -> str:
